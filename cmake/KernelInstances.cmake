@@ -1,0 +1,50 @@
+# The kernel instances of this build: selected from the manifest at configure time, each compiled to a
+# cubin and embedded in a generated .cpp by its own build step (parallel and incremental; the compiler also
+# skips an instance whose cache key is unchanged). Sets FP8ATTN_KERNEL_SOURCES.
+
+set(FP8ATTN_GENERATED_DIR ${PROJECT_BINARY_DIR}/kernels)
+set(_list_args "--filter=${FP8ATTN_KERNELS}")
+if(FP8ATTN_ALL_KERNELS)
+  list(APPEND _list_args --all)
+endif()
+execute_process(COMMAND ${FP8ATTN_PYTHON} ${PROJECT_SOURCE_DIR}/codegen/list_instances.py ${_list_args}
+                OUTPUT_VARIABLE _names ERROR_VARIABLE _error RESULT_VARIABLE rc
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fp8attn: selecting kernels failed: ${_error}")
+endif()
+string(REPLACE "\n" ";" FP8ATTN_KERNEL_NAMES "${_names}")
+list(LENGTH FP8ATTN_KERNEL_NAMES _count)
+message(STATUS "fp8attn: ${_count} kernel instances selected (FP8ATTN_KERNELS='${FP8ATTN_KERNELS}')")
+
+# Reconfigure when the manifest changes, so the instance list stays the manifest's.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${PROJECT_SOURCE_DIR}/codegen/manifest.py ${PROJECT_SOURCE_DIR}/codegen/kernel_name.py)
+
+file(GLOB _kernel_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.py)
+file(GLOB _codegen_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/codegen/*.py)
+set(FP8ATTN_KERNEL_SOURCES)
+foreach(name IN LISTS FP8ATTN_KERNEL_NAMES)
+  set(_cpp ${FP8ATTN_GENERATED_DIR}/${name}.cpp)
+  add_custom_command(
+    OUTPUT ${_cpp}
+    COMMAND ${CMAKE_COMMAND} -E env CUDA_VISIBLE_DEVICES= PYTHONDONTWRITEBYTECODE=1
+            ${FP8ATTN_PYTHON} ${PROJECT_SOURCE_DIR}/codegen/aot_compile.py --name ${name} --out ${FP8ATTN_GENERATED_DIR}
+    DEPENDS ${_kernel_sources} ${_codegen_sources}
+    COMMENT "Triton AOT: ${name}"
+    VERBATIM)
+  list(APPEND FP8ATTN_KERNEL_SOURCES ${_cpp})
+endforeach()
+
+set(_registry ${FP8ATTN_GENERATED_DIR}/registry.cpp)
+add_custom_command(
+  OUTPUT ${_registry}
+  COMMAND ${FP8ATTN_PYTHON} ${PROJECT_SOURCE_DIR}/codegen/emit_registry.py --out ${_registry}
+          --triton-version ${FP8ATTN_TRITON_VERSION} ${FP8ATTN_KERNEL_NAMES}
+  DEPENDS ${PROJECT_SOURCE_DIR}/codegen/emit_registry.py
+  COMMENT "fp8attn kernel registry"
+  VERBATIM)
+list(APPEND FP8ATTN_KERNEL_SOURCES ${_registry})
+
+# The generated .cpp files only hold bytes: no warnings, no optimization needed.
+set_source_files_properties(${FP8ATTN_KERNEL_SOURCES} PROPERTIES GENERATED TRUE COMPILE_OPTIONS "-O0;-w")

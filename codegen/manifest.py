@@ -1,0 +1,84 @@
+"""The manifest: the one table of kernel instances. Names, compile jobs and the C++ registry all come from it.
+
+Each row is a configuration plus whether it is in the default build. The tile choices carry the reason
+(H200, triton 3.6.0, D=128, S=8192, B=4, H=32 unless noted; full tables in docs/perf/NOTES.md):
+
+FP8 (e4m3 Q, K, V; P rounded per tile; two-level accumulation; bf16 out)
+  * 128x128 w4 s2 warp-specialized, non-causal, seqlen_k % 128 == 0 ("evenn"): 749 TFLOP/s, the fastest.
+    Triton 3.6's Hopper warp specialization gave NaN or wrong results as soon as a masked tile ran in the
+    same kernel (causal diagonal, seqlen tail), so this instance has no masked path at all.
+  * 128x128 w8 s3 for everything else (any length, causal): 661 non-causal / 599 causal. w4 s2 without
+    warp specialization: 516 / 485. w4 s3 with warp specialization: out of shared memory.
+  * D=256: 128x128 w8 s2 (506 / 544); s3 does not fit in shared memory with a 128x256 Q tile.
+  * D=64: 128x128 w8 s3.
+BF16 (baseline and fallback path; V read in the caller's layout)
+  * 128x128 w8 s2 for D <= 128 and 128x64 w8 s2 for D=256 (shared memory).
+
+The full set (FP8ATTN_ALL_KERNELS=ON) adds the runners-up above, for the profiler and for tuning.
+"""
+
+from kernel_name import FmhaConfig, TransposeConfig, name_of
+
+HEAD_DIMS = (64, 128, 256)
+
+
+def _fmha(qk, d, bm, bn, w, s, causal, ws=False, even_n=False):
+    out = "bf16"
+    return FmhaConfig(qk, qk, "f32", out, bm, bn, d, w, s, causal, ws, even_n)
+
+
+def _default_instances():
+    # Order is preference: the heuristic (src/fmha_heuristic.cpp) takes the first instance that supports a
+    # problem, so specialized fast paths come before the general instances.
+    rows = [_fmha("e4m3", 128, 128, 128, 4, 2, False, ws=True, even_n=True)]
+    for causal in (False, True):
+        rows += [
+            _fmha("e4m3", 64, 128, 128, 8, 3, causal),
+            _fmha("e4m3", 128, 128, 128, 8, 3, causal),
+            _fmha("e4m3", 256, 128, 128, 8, 2, causal),
+            _fmha("bf16", 64, 128, 128, 8, 2, causal),
+            _fmha("bf16", 128, 128, 128, 8, 2, causal),
+            _fmha("bf16", 256, 128, 64, 8, 2, causal),
+        ]
+    rows += [TransposeConfig("u8", 64, d, 4) for d in HEAD_DIMS]
+    return rows
+
+
+def _extra_instances():
+    rows = []
+    for causal in (False, True):
+        rows += [
+            _fmha("e4m3", 128, 128, 128, 4, 2, causal),
+            _fmha("e4m3", 128, 128, 64, 8, 3, causal),
+            _fmha("e4m3", 64, 128, 128, 8, 2, causal),
+            _fmha("e4m3", 256, 128, 64, 8, 2, causal),
+            _fmha("bf16", 128, 128, 64, 8, 3, causal),
+        ]
+    rows.append(_fmha("e4m3", 64, 128, 128, 4, 2, False, ws=True, even_n=True))
+    rows.append(_fmha("e4m3", 256, 128, 64, 4, 2, False, ws=True, even_n=True))
+    return rows
+
+
+DEFAULT = _default_instances()
+ALL = DEFAULT + _extra_instances()
+
+
+def instances(filter_text="", all_kernels=False):
+    """Configurations selected by a CUTLASS-style filter; the V transposes are kept whenever an FP8
+    instance of their head dim is selected, because those instances cannot run without them."""
+    from kernel_filter import matches_filter
+
+    pool = ALL if all_kernels or filter_text else DEFAULT
+    chosen = [c for c in pool if isinstance(c, FmhaConfig) and matches_filter(name_of(c), filter_text)]
+    fp8_dims = {c.head_dim for c in chosen if c.is_fp8}
+    chosen += [c for c in pool if isinstance(c, TransposeConfig) and c.head_dim in fp8_dims]
+    names = [name_of(c) for c in chosen]
+    assert len(set(names)) == len(names), "duplicate kernel names in the manifest"
+    return chosen
+
+
+def find(name):
+    for c in ALL:
+        if name_of(c) == name:
+            return c
+    raise KeyError(f"kernel {name!r} is not in the manifest")

@@ -1,0 +1,103 @@
+#pragma once
+// fp8attn::fmha::device::FmhaFwd: the device-level handle for attention forward, CUTLASS style.
+//
+//   FmhaFwd::Arguments args;  ...fill...
+//   if (auto s = FmhaFwd::can_implement(args); !s) { error(s.message()); }
+//   void* ws = alloc(FmhaFwd::get_workspace_size(args));
+//   FmhaFwd op;  op.initialize(args, ws, stream);  op.run(stream);
+//
+// Kernels are cubins compiled ahead of time from Triton and launched through the CUDA driver API
+// (loaded lazily, once per context). No Python at run time.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fp8attn/status.h"
+#include "fp8attn/types.h"
+
+namespace fp8attn::fmha {
+
+/// A [batch, seqlen, heads, head_dim] operand: pointer plus strides in ELEMENTS (head_dim stride must be 1).
+struct TensorRef {
+  void const* ptr = nullptr;
+  int64_t stride_b = 0;
+  int64_t stride_s = 0;
+  int64_t stride_h = 0;
+  int64_t stride_d = 1;
+
+  /// Packed strides of a [batch, seqlen, heads, head_dim] tensor stored in `layout` order.
+  static TensorRef packed(void const* ptr, Layout layout, int64_t seqlen, int64_t heads, int64_t head_dim);
+};
+
+/// Float32 descale factors on the device. Per tensor: one float, strides 0. Per (batch, head_kv), the
+/// FlashAttention-3 convention: a [batch, heads_kv] array, stride_b = heads_kv, stride_h = 1.
+/// Any other strides broadcast the same way. Null means 1.0 (allowed for BF16/FP16 inputs only).
+struct DescaleRef {
+  float const* ptr = nullptr;
+  int64_t stride_b = 0;
+  int64_t stride_h = 0;
+
+  static DescaleRef per_tensor(float const* ptr) { return {ptr, 0, 0}; }
+  static DescaleRef per_head(float const* ptr, int64_t heads_kv) { return {ptr, heads_kv, 1}; }
+};
+
+struct FmhaProblem {
+  int batch = 0;
+  int heads_q = 0;
+  int heads_kv = 0;  ///< heads_q must be a multiple of heads_kv (GQA/MQA)
+  int seqlen_q = 0;
+  int seqlen_k = 0;
+  int head_dim = 0;
+  bool causal = false;  ///< bottom-right aligned when seqlen_q != seqlen_k (FlashAttention convention)
+  DataType input_type = DataType::kE4M3;   ///< Q, K and V
+  DataType output_type = DataType::kBF16;  ///< O
+
+  /// 4 * B * H_q * S_q * S_k * D, halved for causal attention when S_q == S_k.
+  double flops() const;
+};
+
+namespace device {
+
+class FmhaFwd {
+ public:
+  struct Arguments {
+    FmhaProblem problem;
+    TensorRef q;  ///< [batch, seqlen_q, heads_q, head_dim]
+    TensorRef k;  ///< [batch, seqlen_k, heads_kv, head_dim]
+    TensorRef v;  ///< [batch, seqlen_k, heads_kv, head_dim]; any strides (transposed in the workspace if needed)
+    TensorRef o;  ///< [batch, seqlen_q, heads_q, head_dim], written (ptr is cast from const)
+    float* lse = nullptr;  ///< optional [batch, heads_q, seqlen_q] float32, natural log; -inf for empty rows
+    DescaleRef q_descale;
+    DescaleRef k_descale;
+    DescaleRef v_descale;
+    float softmax_scale = 0.0f;  ///< 0 selects 1/sqrt(head_dim)
+    std::string kernel_name;     ///< empty: the heuristic picks; otherwise this exact instance
+  };
+
+  /// Checks every argument against the compiled instances; the message names the argument and value.
+  static Status can_implement(Arguments const& args);
+  /// Bytes of device workspace run() needs (V^T staging, TMA descriptor scratch); may be 0.
+  static size_t get_workspace_size(Arguments const& args);
+  /// Name of the instance the heuristic (or kernel_name) selects, or the reason none does.
+  static Status select_kernel(Arguments const& args, std::string* name);
+
+  /// Validates, selects the instance and loads its module into the current CUDA context.
+  Status initialize(Arguments const& args, void* workspace, StreamHandle stream = nullptr);
+  /// Launches on `stream` (V transpose first, when needed). Asynchronous.
+  Status run(StreamHandle stream = nullptr);
+  Status operator()(Arguments const& args, void* workspace, StreamHandle stream = nullptr);
+
+  /// The instance chosen by initialize().
+  std::string const& kernel_name() const { return kernel_name_; }
+
+ private:
+  Arguments args_;
+  void* workspace_ = nullptr;
+  std::string kernel_name_;
+  bool initialized_ = false;
+};
+
+}  // namespace device
+}  // namespace fp8attn::fmha

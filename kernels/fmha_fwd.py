@@ -1,0 +1,170 @@
+"""Attention forward (FlashAttention-2 style) for Hopper, FP8 e4m3 or BF16 inputs, BF16 output.
+
+One program computes one BLOCK_M x HEAD_DIM tile of O for one (batch, head_q):
+
+    S = (Q K^T) * softmax_scale * q_descale * k_descale        (FP32 accumulators)
+    P = exp(S - rowmax(S)),  O = (P V) * v_descale / rowsum(P)
+
+FP8 specifics (see CONVENTIONS.md section 3):
+  * Each KV tile's P is rounded to the input type against the tile's OWN row maximum and multiplied by
+    2^P_EXPONENT_BIAS before the cast, so that the largest probability of every tile lands near the top of
+    e4m3's range. Rounding against the running maximum instead flushes everything below ~2^-9 of it to
+    zero, which is what makes FP8 error grow with sequence length when an attention sink is present.
+  * Two-level accumulation: each tile's P.V goes into a fresh FP32 accumulator and is then added to O in
+    FP32 (Hopper's FP8 MMA keeps only ~13-14 mantissa bits in its accumulator).
+  * V is read transposed (HEAD_DIM rows, sequence contiguous) because FP8 wgmma needs both operands
+    K-major; the runtime transposes the caller's V into a workspace when it is not already in that form.
+
+Causal masking is bottom-right aligned: query row i sees keys j <= i + (seqlen_k - seqlen_q). A query row
+that sees no key at all gets O = 0 and LSE = -inf.
+"""
+
+import triton
+import triton.language as tl
+
+# exp2 domain: exp(x) = exp2(x * log2(e)).
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
+# P is stored as p * 2^8 (at most 256 <= 448 = e4m3 max); this moves e4m3's smallest subnormal from
+# 2^-9 to 2^-17 of the tile's row maximum. Exact in binary, undone in FP32 after the MMA.
+P_EXPONENT_BIAS = tl.constexpr(8.0)
+# Finite "minus infinity" for the running maximum, so fully masked rows never compute (-inf) - (-inf).
+NEG_BIG = tl.constexpr(-1.0e30)
+
+
+@triton.jit
+def _mask_tile(qk, start_n, offs_m, offs_n, causal_offset, seqlen_k, CAUSAL: tl.constexpr):
+    cols = start_n + offs_n
+    if CAUSAL:
+        # Row i sees keys j < min(seqlen_k, i + causal_offset + 1): one compare per element.
+        col_limit = tl.minimum(offs_m + causal_offset + 1, seqlen_k)
+        keep = cols[None, :] < col_limit[:, None]
+    else:
+        keep = cols[None, :] < seqlen_k
+    return tl.where(keep, qk, float("-inf"))
+
+
+@triton.jit
+def _attn_tile(acc, l_i, m_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale, causal_offset,
+               seqlen_k, MASKED: tl.constexpr, CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr):
+    """One KV tile of the online softmax: O, l, m <- update(O, l, m, Q K_tile^T, V_tile)."""
+    # TMA zero-fills the rows of a partial last tile; the mask below removes them from the softmax.
+    k = k_desc.load([start_n, 0])
+    if V_TRANSPOSED:
+        v = v_desc.load([0, start_n])
+        v = tl.trans(v)  # (HEAD_DIM, BLOCK_N) sequence-contiguous -> (BLOCK_N, HEAD_DIM), K-major for wgmma
+    else:
+        v = v_desc.load([start_n, 0])
+    # S = Q K^T in the exp2 domain: qk_scale (> 0) carries softmax_scale * descales * log2(e). The scale is
+    # applied inside the exp2's FMA rather than as a separate multiply over the tile.
+    qk = tl.dot(q, tl.trans(k))
+    if MASKED:
+        qk = _mask_tile(qk, start_n, offs_m, offs_n, causal_offset, seqlen_k, CAUSAL)
+    m_tile = tl.max(qk, 1) * qk_scale
+    if MASKED:
+        # A row with no visible key in this tile: make its P exactly 0 instead of exp2(-inf + inf) = NaN.
+        m_tile = tl.maximum(m_tile, NEG_BIG)
+    m_new = tl.maximum(m_i, m_tile)
+    # P_tile = exp2(S - m_tile) * 2^8, rounded to the input type against this tile's own row maximum.
+    p = tl.math.exp2(qk * qk_scale - (m_tile - P_EXPONENT_BIAS)[:, None])
+    alpha = tl.math.exp2(m_i - m_new)  # rescales what O and l hold so far
+    gamma = tl.math.exp2(m_tile - m_new - P_EXPONENT_BIAS)  # brings this tile to the running maximum
+    l_i = l_i * alpha + tl.sum(p, 1) * gamma
+    # Two-level accumulation: O = O * alpha + (P_tile V_tile in a fresh FP32 accumulator) * gamma.
+    pv = tl.dot(p.to(v.dtype), v)
+    acc = acc * alpha[:, None] + pv * gamma[:, None]
+    return acc, l_i, m_new
+
+
+@triton.jit
+def fmha_fwd_kernel(
+    Q, K, V, O, LSE,
+    q_descale, k_descale, v_descale,
+    q_descale_stride_b, q_descale_stride_h,
+    k_descale_stride_b, k_descale_stride_h,
+    v_descale_stride_b, v_descale_stride_h,
+    softmax_scale,
+    seqlen_q, seqlen_k, heads_q, group_size, write_lse,
+    stride_qb, stride_qh, stride_qs,
+    stride_kb, stride_kh, stride_ks,
+    stride_vb, stride_vh, stride_vs,
+    stride_ob, stride_oh, stride_os,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, EVEN_N: tl.constexpr,
+):
+    # Grid: (query blocks, batch * heads_q). Causal rows near the end see the most keys, so the heaviest
+    # blocks are launched first and the short ones fill the tail of the wave.
+    num_m_blocks = tl.num_programs(0)
+    if CAUSAL:
+        pid_m = num_m_blocks - 1 - tl.program_id(0)
+    else:
+        pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // heads_q
+    h = bh % heads_q
+    h_kv = h // group_size
+    start_m = pid_m * BLOCK_M
+
+    # Batch/head offsets in 64 bits: b * stride_b overflows int32 on large caches.
+    b64 = b.to(tl.int64)
+    q_base = Q + b64 * stride_qb + h.to(tl.int64) * stride_qh
+    k_base = K + b64 * stride_kb + h_kv.to(tl.int64) * stride_kh
+    v_base = V + b64 * stride_vb + h_kv.to(tl.int64) * stride_vh
+    o_base = O + b64 * stride_ob + h.to(tl.int64) * stride_oh
+
+    # Device-side TMA descriptors over this (batch, head)'s slice: TMA zero-fills rows past the sequence
+    # end on loads and drops them on stores, and warp specialization needs TMA loads to build its
+    # producer partition.
+    q_desc = tl.make_tensor_descriptor(q_base, [seqlen_q, HEAD_DIM], [stride_qs, 1], [BLOCK_M, HEAD_DIM])
+    k_desc = tl.make_tensor_descriptor(k_base, [seqlen_k, HEAD_DIM], [stride_ks, 1], [BLOCK_N, HEAD_DIM])
+    if V_TRANSPOSED:
+        # V^T: HEAD_DIM rows of stride_vs elements, the sequence contiguous.
+        v_desc = tl.make_tensor_descriptor(v_base, [HEAD_DIM, seqlen_k], [stride_vs, 1], [HEAD_DIM, BLOCK_N])
+    else:
+        v_desc = tl.make_tensor_descriptor(v_base, [seqlen_k, HEAD_DIM], [stride_vs, 1], [BLOCK_N, HEAD_DIM])
+    o_desc = tl.make_tensor_descriptor(o_base, [seqlen_q, HEAD_DIM], [stride_os, 1], [BLOCK_M, HEAD_DIM])
+
+    qd = tl.load(q_descale + b * q_descale_stride_b + h_kv * q_descale_stride_h)
+    kd = tl.load(k_descale + b * k_descale_stride_b + h_kv * k_descale_stride_h)
+    vd = tl.load(v_descale + b * v_descale_stride_b + h_kv * v_descale_stride_h)
+    qk_scale = softmax_scale * qd * kd * LOG2E
+
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.full([BLOCK_M], NEG_BIG, dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    q = q_desc.load([start_m, 0])
+
+    causal_offset = seqlen_k - seqlen_q
+    if EVEN_N:
+        n_full = seqlen_k  # the instance is only chosen when seqlen_k % BLOCK_N == 0 (and not causal)
+    else:
+        n_full = (seqlen_k // BLOCK_N) * BLOCK_N
+    n_end = seqlen_k
+    if CAUSAL:
+        # Keys every row of the block may see: j <= start_m + causal_offset.
+        first_row_limit = start_m + causal_offset + 1
+        n_full = tl.minimum(n_full, tl.maximum(first_row_limit, 0) // BLOCK_N * BLOCK_N)
+        n_end = tl.minimum(seqlen_k, tl.maximum(start_m + BLOCK_M + causal_offset, 0))
+
+    # Tiles [0, n_full) need no mask; [n_full, n_end) are masked (sequence end, causal diagonal).
+    for start_n in tl.range(0, n_full, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        acc, l_i, m_i = _attn_tile(acc, l_i, m_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale,
+                                   causal_offset, seqlen_k, False, CAUSAL, V_TRANSPOSED)
+    if not EVEN_N:
+        for start_n in range(n_full, n_end, BLOCK_N):
+            acc, l_i, m_i = _attn_tile(acc, l_i, m_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale,
+                                       causal_offset, seqlen_k, True, CAUSAL, V_TRANSPOSED)
+
+    # O = acc / l * v_descale; a row that saw no key (l == 0) gets 0.
+    has_keys = l_i > 0.0
+    inv_l = tl.where(has_keys, vd / tl.where(has_keys, l_i, 1.0), 0.0)
+    out = acc * inv_l[:, None]
+    o_desc.store([start_m, 0], out.to(O.dtype.element_ty))
+    if write_lse != 0:  # a runtime flag: one scalar branch per program instead of twice the instances
+        # LSE is [batch, heads_q, seqlen_q] contiguous float32, natural log.
+        lse = tl.where(has_keys, (m_i + tl.math.log2(tl.where(has_keys, l_i, 1.0))) * LN2, float("-inf"))
+        lse_ptr = LSE + bh.to(tl.int64) * seqlen_q + offs_m
+        tl.store(lse_ptr, lse, mask=offs_m < seqlen_q)

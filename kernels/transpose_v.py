@@ -1,0 +1,37 @@
+"""V -> V^T for the FP8 attention kernels.
+
+Hopper's FP8 wgmma reads both operands K-major. For O = P V the reduction runs over the sequence, so V
+must be sequence-contiguous: V^T of shape [batch, heads_kv, HEAD_DIM, seqlen_pad]. This kernel copies
+the caller's V (any strides) into that layout in the workspace. seqlen_pad rounds seqlen up to 16 so
+every row starts 16-byte aligned; the padding is written with zeros so that no stale or NaN byte can
+ever reach an MMA.
+
+Elements are moved as raw bytes (uint8), so the kernel serves every one-byte input type. head_dim must be
+contiguous in V and the other strides multiples of 16 elements (what the attention kernels need too), so
+that the loads are 16 bytes wide.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def transpose_v_kernel(
+    V, VT,
+    seqlen, seqlen_pad, heads_kv,
+    stride_vb, stride_vh, stride_vs,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    pid_s = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // heads_kv
+    h = bh % heads_kv
+    offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM)
+    src = V + b.to(tl.int64) * stride_vb + h.to(tl.int64) * stride_vh
+    tile = tl.load(src + offs_s[:, None] * stride_vs + offs_d[None, :],
+                   mask=offs_s[:, None] < seqlen, other=0)
+    # VT[b, h, d, s] = V[b, s, h, d]; rows of seqlen_pad elements.
+    dst = VT + bh.to(tl.int64) * HEAD_DIM * seqlen_pad
+    tl.store(dst + offs_d[:, None] * seqlen_pad + offs_s[None, :], tl.trans(tile),
+             mask=offs_s[None, :] < seqlen_pad)

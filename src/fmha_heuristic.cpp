@@ -1,0 +1,81 @@
+// Which compiled instance runs a problem. Rule: the first instance in manifest order that supports the
+// problem. The manifest lists its specialized fast paths (the warp-specialized "evenn" instance) before
+// the general ones, and the default set before the extra instances of a full build, so the order is the
+// preference (codegen/manifest.py records the measurements behind it).
+
+#include <string>
+
+#include "fmha_internal.h"
+#include "fp8attn/library/operation.h"
+
+namespace fp8attn::fmha::detail {
+
+using fp8attn::detail::KernelKind;
+using fp8attn::detail::kKernelInstances;
+using fp8attn::detail::kNumKernelInstances;
+
+bool instance_supports(KernelInstance const& k, FmhaProblem const& p, std::string* why) {
+  auto fail = [&](std::string text) {
+    if (why) *why = std::move(text);
+    return false;
+  };
+  if (k.kind != KernelKind::kFmhaFwd) return fail("it is not an attention kernel");
+  if (k.head_dim != p.head_dim) {
+    return fail("head_dim=" + std::to_string(p.head_dim) + " but the instance has head_dim=" + std::to_string(k.head_dim));
+  }
+  if (std::string(k.qk_type) != to_string(p.input_type)) {
+    return fail(std::string("input_type=") + to_string(p.input_type) + " but the instance reads " + k.qk_type);
+  }
+  if (std::string(k.out_type) != to_string(p.output_type)) {
+    return fail(std::string("output_type=") + to_string(p.output_type) + " but the instance writes " + k.out_type);
+  }
+  if (k.causal != p.causal) {
+    return fail(std::string("causal=") + (p.causal ? "true" : "false") + " but the instance is " +
+                (k.causal ? "causal" : "non-causal"));
+  }
+  if (k.even_n && p.seqlen_k % k.block_n != 0) {
+    return fail("seqlen_k=" + std::to_string(p.seqlen_k) + " is not a multiple of the instance's block_n=" +
+                std::to_string(k.block_n) + " (evenn instances have no masked tail)");
+  }
+  return true;
+}
+
+KernelInstance const* find_transpose_instance(int head_dim) {
+  for (size_t i = 0; i < kNumKernelInstances; ++i) {
+    KernelInstance const& k = *kKernelInstances[i];
+    if (k.kind == KernelKind::kTransposeV && k.head_dim == head_dim) return &k;
+  }
+  return nullptr;
+}
+
+Status select_instance(Arguments const& args, KernelInstance const** instance) {
+  *instance = nullptr;
+  if (!args.kernel_name.empty()) {
+    for (size_t i = 0; i < kNumKernelInstances; ++i) {
+      KernelInstance const& k = *kKernelInstances[i];
+      if (k.kind == KernelKind::kFmhaFwd && args.kernel_name == k.name) {
+        std::string why;
+        if (!instance_supports(k, args.problem, &why)) {
+          return Status(StatusCode::kErrorNotSupported, "kernel_name=" + args.kernel_name + " cannot run this problem: " + why);
+        }
+        *instance = &k;
+        return Status::success();
+      }
+    }
+    return Status(StatusCode::kErrorKernelNotFound,
+                  "kernel_name=" + args.kernel_name + " is not compiled in this build (list: fp8attn_profiler --list)");
+  }
+  for (size_t i = 0; i < kNumKernelInstances; ++i) {
+    if (instance_supports(*kKernelInstances[i], args.problem, nullptr)) {
+      *instance = kKernelInstances[i];
+      return Status::success();
+    }
+  }
+  FmhaProblem const& p = args.problem;
+  return Status(StatusCode::kErrorNotSupported,
+                std::string("no compiled instance for input_type=") + to_string(p.input_type) +
+                    " output_type=" + to_string(p.output_type) + " head_dim=" + std::to_string(p.head_dim) +
+                    " causal=" + (p.causal ? "true" : "false") + " (FP8ATTN_KERNELS filtered it out of this build?)");
+}
+
+}  // namespace fp8attn::fmha::detail

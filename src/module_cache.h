@@ -1,0 +1,15 @@
+#pragma once
+// Loads each instance's cubin lazily, once per CUDA context, and hands out its CUfunction (thread-safe).
+
+#include <cuda.h>
+
+#include "cuda_driver.h"
+#include "kernel_instance.h"
+
+namespace fp8attn::detail {
+
+/// The instance's function in the current context, loading the module (and raising its dynamic shared
+/// memory limit) on first use. Fails with a clear status on a device that is not sm_90.
+Status get_function(CudaDriver const& driver, KernelInstance const& instance, CUfunction* function);
+
+}  // namespace fp8attn::detail
