@@ -15,6 +15,10 @@ FP8 specifics (see CONVENTIONS.md section 3):
   * V is read transposed (HEAD_DIM rows, sequence contiguous) because FP8 wgmma needs both operands
     K-major; the runtime transposes the caller's V into a workspace when it is not already in that form.
 
+Warp specialization (WARP_SPECIALIZE, Triton 3.6 on Hopper) needs TMA loads, hence device-side tensor
+descriptors, and it is only correct when no masked tile runs in the kernel (docs/perf/NOTES.md): the
+manifest uses it with EVEN_N (non-causal, seqlen_k % BLOCK_N == 0), which compiles no masked path at all.
+
 Causal masking is bottom-right aligned: query row i sees keys j <= i + (seqlen_k - seqlen_q). A query row
 that sees no key at all gets O = 0 and LSE = -inf.
 """

@@ -7,22 +7,27 @@
     o = fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, causal=True)
 
 The compiled instances are listed by fp8attn.list_kernels(); fmha_fwd(..., kernel_name=NAME) forces one.
+The registry functions (list_kernels, find_kernel, triton_version) work without torch; the rest needs it.
 """
 
 from . import _fp8attn_ext
-from .fmha import find_kernel, fmha_fwd, list_kernels, select_kernel, triton_version, workspace_size
-from .quant import E4M3_MAX, quantize_e4m3, quantize_e4m3_per_head
+from ._fp8attn_ext import find_kernel, list_kernels, triton_version
 
 __version__ = _fp8attn_ext.__version__
 
-__all__ = [
-    "E4M3_MAX",
-    "find_kernel",
-    "fmha_fwd",
-    "list_kernels",
-    "quantize_e4m3",
-    "quantize_e4m3_per_head",
-    "select_kernel",
-    "triton_version",
-    "workspace_size",
-]
+_TORCH_API = ("fmha_fwd", "select_kernel", "workspace_size", "quantize_e4m3", "quantize_e4m3_per_head", "E4M3_MAX")
+
+try:
+    from .fmha import fmha_fwd, select_kernel, workspace_size
+    from .quant import E4M3_MAX, quantize_e4m3, quantize_e4m3_per_head
+except ImportError as _e:
+    if _e.name != "torch":
+        raise
+    _torch_error = str(_e)  # `_e` itself is unbound when the except block ends
+
+    def __getattr__(name):
+        if name in _TORCH_API:
+            raise ImportError(f"fp8attn.{name} needs torch, which is not importable: {_torch_error}")
+        raise AttributeError(f"module 'fp8attn' has no attribute {name!r}")
+
+__all__ = ["find_kernel", "list_kernels", "triton_version", *_TORCH_API]

@@ -38,9 +38,8 @@ __device__ __forceinline__ double warp_reduce_max(double x) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    compare_kernel(fmha::TensorRef o, float const* ref, int64_t count, int64_t S, int64_t H, int64_t D,
-                   Partial* partials) {
+__global__ void __launch_bounds__(kThreads) compare_kernel(fmha::TensorRef o, float const* ref, int64_t count,
+                                                           int64_t S, int64_t H, int64_t D, Partial* partials) {
   T const* out = static_cast<T const*>(o.ptr);
   double err2 = 0.0, ref2 = 0.0, max_abs = 0.0;
   unsigned long long nonfinite = 0;
@@ -86,10 +85,10 @@ Status compare_device(fmha::device::FmhaFwd::Arguments const& args, float const*
   fmha::FmhaProblem const& p = args.problem;
   int64_t const count = static_cast<int64_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim;
   if (p.batch < 0 || p.seqlen_q < 0 || p.heads_q < 0 || p.head_dim < 0) {
-    return Status(StatusCode::kErrorInvalidProblem, "problem shape has a negative extent (batch=" +
-                                                        std::to_string(p.batch) + ", seqlen_q=" + std::to_string(p.seqlen_q) +
-                                                        ", heads_q=" + std::to_string(p.heads_q) +
-                                                        ", head_dim=" + std::to_string(p.head_dim) + ")");
+    return Status(StatusCode::kErrorInvalidProblem,
+                  "problem shape has a negative extent (batch=" + std::to_string(p.batch) +
+                      ", seqlen_q=" + std::to_string(p.seqlen_q) + ", heads_q=" + std::to_string(p.heads_q) +
+                      ", head_dim=" + std::to_string(p.head_dim) + ")");
   }
   *stats = ErrorStats{};
   if (count == 0) return Status::success();
@@ -99,7 +98,8 @@ Status compare_device(fmha::device::FmhaFwd::Arguments const& args, float const*
   cudaStream_t const s = detail::to_cuda(stream);
   unsigned const blocks = detail::grid_for(count, kThreads);
   Partial* partials = nullptr;
-  if (Status st = detail::cuda_status(cudaMallocAsync(&partials, blocks * sizeof(Partial), s), "cudaMallocAsync (compare_device)");
+  if (Status st = detail::cuda_status(cudaMallocAsync(&partials, blocks * sizeof(Partial), s),
+                                      "cudaMallocAsync (compare_device)");
       !st) {
     return st;
   }
@@ -111,9 +111,9 @@ Status compare_device(fmha::device::FmhaFwd::Arguments const& args, float const*
   std::vector<Partial> host(blocks);
   Status copied = launched;
   if (launched) {
-    copied = detail::cuda_status(
-        cudaMemcpyAsync(host.data(), partials, blocks * sizeof(Partial), cudaMemcpyDeviceToHost, s),
-        "cudaMemcpyAsync (compare_device)");
+    copied =
+        detail::cuda_status(cudaMemcpyAsync(host.data(), partials, blocks * sizeof(Partial), cudaMemcpyDeviceToHost, s),
+                            "cudaMemcpyAsync (compare_device)");
   }
   cudaFreeAsync(partials, s);
   if (Status st = detail::cuda_status(cudaStreamSynchronize(s), "cudaStreamSynchronize (compare_device)"); !st) {

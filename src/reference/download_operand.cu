@@ -16,8 +16,8 @@ constexpr int kThreads = 256;
 // The element times its descale, in float64 so the product is exact (e4m3 and a float descale each have few
 // enough mantissa bits).
 template <typename T>
-__global__ void gather_kernel(fmha::TensorRef src, fmha::DescaleRef descale, int64_t group, int64_t count,
-                              int64_t S, int64_t H, int64_t D, double* out) {
+__global__ void gather_kernel(fmha::TensorRef src, fmha::DescaleRef descale, int64_t group, int64_t count, int64_t S,
+                              int64_t H, int64_t D, double* out) {
   T const* in = static_cast<T const*>(src.ptr);
   int64_t const stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
@@ -34,8 +34,9 @@ Status download_operand(fmha::device::FmhaFwd::Arguments const& args, Operand op
   if (out == nullptr) return Status(StatusCode::kErrorNullPointer, "out is null");
   fmha::FmhaProblem const& p = args.problem;
   if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) {
-    return Status(StatusCode::kErrorInvalidProblem, "heads_kv=" + std::to_string(p.heads_kv) +
-                                                        " must be >= 1 and divide heads_q=" + std::to_string(p.heads_q));
+    return Status(
+        StatusCode::kErrorInvalidProblem,
+        "heads_kv=" + std::to_string(p.heads_kv) + " must be >= 1 and divide heads_q=" + std::to_string(p.heads_q));
   }
 
   // Per operand: tensor, shape, descale and how a head maps to its descale's kv head.
@@ -45,10 +46,35 @@ Status download_operand(fmha::device::FmhaFwd::Arguments const& args, Operand op
   DataType type = p.input_type;
   char const* name = "";
   switch (operand) {
-    case Operand::kQ: t = args.q, descale = args.q_descale, S = p.seqlen_q, H = p.heads_q, group = p.heads_q / p.heads_kv, name = "q"; break;
-    case Operand::kK: t = args.k, descale = args.k_descale, S = p.seqlen_k, H = p.heads_kv, name = "k"; break;
-    case Operand::kV: t = args.v, descale = args.v_descale, S = p.seqlen_k, H = p.heads_kv, name = "v"; break;
-    case Operand::kO: t = args.o, S = p.seqlen_q, H = p.heads_q, type = p.output_type, name = "o"; break;
+    case Operand::kQ:  // a query head's descale is its kv head's (FlashAttention-3 convention)
+      t = args.q;
+      descale = args.q_descale;
+      S = p.seqlen_q;
+      H = p.heads_q;
+      group = p.heads_q / p.heads_kv;
+      name = "q";
+      break;
+    case Operand::kK:
+      t = args.k;
+      descale = args.k_descale;
+      S = p.seqlen_k;
+      H = p.heads_kv;
+      name = "k";
+      break;
+    case Operand::kV:
+      t = args.v;
+      descale = args.v_descale;
+      S = p.seqlen_k;
+      H = p.heads_kv;
+      name = "v";
+      break;
+    case Operand::kO:  // the output carries no descale
+      t = args.o;
+      S = p.seqlen_q;
+      H = p.heads_q;
+      type = p.output_type;
+      name = "o";
+      break;
   }
   int64_t const count = static_cast<int64_t>(p.batch) * S * H * p.head_dim;
   if (p.batch < 0 || S < 0 || p.head_dim < 0) {
@@ -60,7 +86,8 @@ Status download_operand(fmha::device::FmhaFwd::Arguments const& args, Operand op
 
   cudaStream_t const s = detail::to_cuda(stream);
   double* staging = nullptr;
-  if (Status st = detail::cuda_status(cudaMallocAsync(&staging, count * sizeof(double), s), "cudaMallocAsync (download_operand)");
+  if (Status st = detail::cuda_status(cudaMallocAsync(&staging, count * sizeof(double), s),
+                                      "cudaMallocAsync (download_operand)");
       !st) {
     return st;
   }
@@ -71,8 +98,9 @@ Status download_operand(fmha::device::FmhaFwd::Arguments const& args, Operand op
     return detail::cuda_status(cudaGetLastError(), "download_operand launch");
   });
   if (result) {
-    result = detail::cuda_status(cudaMemcpyAsync(out->data(), staging, count * sizeof(double), cudaMemcpyDeviceToHost, s),
-                                 "cudaMemcpyAsync (download_operand)");
+    result =
+        detail::cuda_status(cudaMemcpyAsync(out->data(), staging, count * sizeof(double), cudaMemcpyDeviceToHost, s),
+                            "cudaMemcpyAsync (download_operand)");
   }
   cudaFreeAsync(staging, s);
   Status synced = detail::cuda_status(cudaStreamSynchronize(s), "cudaStreamSynchronize (download_operand)");

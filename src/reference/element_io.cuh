@@ -25,15 +25,25 @@ __device__ __forceinline__ float to_float(float x) { return x; }
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float x) { return __nv_fp8_e4m3(x); }
+__device__ __forceinline__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float x) {
+  return __nv_fp8_e4m3(x);
+}
 template <>
-__device__ __forceinline__ __nv_fp8_e5m2 from_float<__nv_fp8_e5m2>(float x) { return __nv_fp8_e5m2(x); }
+__device__ __forceinline__ __nv_fp8_e5m2 from_float<__nv_fp8_e5m2>(float x) {
+  return __nv_fp8_e5m2(x);
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
 template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
 
 /// A device descale: ptr[b * stride_b + h_kv * stride_h], or 1.0 when ptr is null.
 __device__ __forceinline__ float load_descale(float const* ptr, int64_t stride_b, int64_t stride_h, int64_t b,
@@ -50,11 +60,16 @@ struct TypeTag {
 template <typename F>
 Status dispatch_type(DataType type, char const* what, F&& f) {
   switch (type) {
-    case DataType::kE4M3: return f(TypeTag<__nv_fp8_e4m3>{});
-    case DataType::kE5M2: return f(TypeTag<__nv_fp8_e5m2>{});
-    case DataType::kBF16: return f(TypeTag<__nv_bfloat16>{});
-    case DataType::kF16: return f(TypeTag<__half>{});
-    case DataType::kF32: return f(TypeTag<float>{});
+    case DataType::kE4M3:
+      return f(TypeTag<__nv_fp8_e4m3>{});
+    case DataType::kE5M2:
+      return f(TypeTag<__nv_fp8_e5m2>{});
+    case DataType::kBF16:
+      return f(TypeTag<__nv_bfloat16>{});
+    case DataType::kF16:
+      return f(TypeTag<__half>{});
+    case DataType::kF32:
+      return f(TypeTag<float>{});
   }
   return Status(StatusCode::kErrorInvalidProblem,
                 std::string(what) + "=" + std::to_string(static_cast<int>(type)) + " is not a known data type");
@@ -64,10 +79,13 @@ Status dispatch_type(DataType type, char const* what, F&& f) {
 inline int element_bytes(DataType type) {
   switch (type) {
     case DataType::kE4M3:
-    case DataType::kE5M2: return 1;
+    case DataType::kE5M2:
+      return 1;
     case DataType::kBF16:
-    case DataType::kF16: return 2;
-    case DataType::kF32: return 4;
+    case DataType::kF16:
+      return 2;
+    case DataType::kF32:
+      return 4;
   }
   return 0;
 }
@@ -75,11 +93,16 @@ inline int element_bytes(DataType type) {
 /// Short name of a data type, as on the command line ("e4m3", ...).
 inline char const* type_name(DataType type) {
   switch (type) {
-    case DataType::kE4M3: return "e4m3";
-    case DataType::kE5M2: return "e5m2";
-    case DataType::kBF16: return "bf16";
-    case DataType::kF16: return "f16";
-    case DataType::kF32: return "f32";
+    case DataType::kE4M3:
+      return "e4m3";
+    case DataType::kE5M2:
+      return "e5m2";
+    case DataType::kBF16:
+      return "bf16";
+    case DataType::kF16:
+      return "f16";
+    case DataType::kF32:
+      return "f32";
   }
   return "unknown";
 }

@@ -55,9 +55,9 @@ __device__ __forceinline__ float warp_sum(float x) {
 // Shared memory: q [kRowsPerBlock][D] (pre-scaled), k [32][D + 1], v [32][D], all float. The +1 pads K's rows
 // so that lanes reading the same column of 32 different keys hit 32 different banks.
 constexpr size_t shared_bytes(int head_dim) {
-  return sizeof(float) * (static_cast<size_t>(kRowsPerBlock) * head_dim +
-                          static_cast<size_t>(kKeysPerChunk) * (head_dim + 1) +
-                          static_cast<size_t>(kKeysPerChunk) * head_dim);
+  return sizeof(float) *
+         (static_cast<size_t>(kRowsPerBlock) * head_dim + static_cast<size_t>(kKeysPerChunk) * (head_dim + 1) +
+          static_cast<size_t>(kKeysPerChunk) * head_dim);
 }
 
 template <typename Element, int kCols>
@@ -77,7 +77,8 @@ __global__ void __launch_bounds__(kWarps * 32) fmha_reference_kernel(Params p) {
   int const row0 = blockIdx.x * kRowsPerBlock;
 
   // The Q and K descales fold into the score scale; the V descale applies to the finished row.
-  float const qk_scale = p.scale_log2 * load_descale(p.q_descale.ptr, p.q_descale.stride_b, p.q_descale.stride_h, b, h_kv) *
+  float const qk_scale = p.scale_log2 *
+                         load_descale(p.q_descale.ptr, p.q_descale.stride_b, p.q_descale.stride_h, b, h_kv) *
                          load_descale(p.k_descale.ptr, p.k_descale.stride_b, p.k_descale.stride_h, b, h_kv);
   float const v_scale = load_descale(p.v_descale.ptr, p.v_descale.stride_b, p.v_descale.stride_h, b, h_kv);
 
@@ -196,14 +197,22 @@ Status launch(Params const& params, int batch, StreamHandle stream) {
 template <typename Element>
 Status launch_for_head_dim(Params const& params, int batch, int head_dim, StreamHandle stream) {
   switch (head_dim / 32) {
-    case 1: return launch<Element, 1>(params, batch, stream);
-    case 2: return launch<Element, 2>(params, batch, stream);
-    case 3: return launch<Element, 3>(params, batch, stream);
-    case 4: return launch<Element, 4>(params, batch, stream);
-    case 5: return launch<Element, 5>(params, batch, stream);
-    case 6: return launch<Element, 6>(params, batch, stream);
-    case 7: return launch<Element, 7>(params, batch, stream);
-    case 8: return launch<Element, 8>(params, batch, stream);
+    case 1:
+      return launch<Element, 1>(params, batch, stream);
+    case 2:
+      return launch<Element, 2>(params, batch, stream);
+    case 3:
+      return launch<Element, 3>(params, batch, stream);
+    case 4:
+      return launch<Element, 4>(params, batch, stream);
+    case 5:
+      return launch<Element, 5>(params, batch, stream);
+    case 6:
+      return launch<Element, 6>(params, batch, stream);
+    case 7:
+      return launch<Element, 7>(params, batch, stream);
+    case 8:
+      return launch<Element, 8>(params, batch, stream);
   }
   return Status(StatusCode::kErrorInternal, "head_dim=" + std::to_string(head_dim) + " slipped through validation");
 }
@@ -217,14 +226,15 @@ Status check_arguments(FmhaFwd::Arguments const& args, float const* o_ref) {
     return invalid("heads_q=" + std::to_string(p.heads_q) + " must be in [1, 65535]");
   }
   if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) {
-    return invalid("heads_kv=" + std::to_string(p.heads_kv) + " must be >= 1 and divide heads_q=" +
-                   std::to_string(p.heads_q));
+    return invalid("heads_kv=" + std::to_string(p.heads_kv) +
+                   " must be >= 1 and divide heads_q=" + std::to_string(p.heads_q));
   }
   if (p.seqlen_q < 0) return invalid("seqlen_q=" + std::to_string(p.seqlen_q) + " must be >= 0");
   if (p.seqlen_k < 0) return invalid("seqlen_k=" + std::to_string(p.seqlen_k) + " must be >= 0");
   if (p.head_dim < 32 || p.head_dim > kMaxHeadDim || p.head_dim % 32 != 0) {
-    return invalid("head_dim=" + std::to_string(p.head_dim) + " is not supported by the device reference (a multiple of 32 up to " +
-                   std::to_string(kMaxHeadDim) + ")");
+    return invalid("head_dim=" + std::to_string(p.head_dim) +
+                   " is not supported by the device reference (a multiple of 32 up to " + std::to_string(kMaxHeadDim) +
+                   ")");
   }
   if (p.seqlen_q > 0 && args.q.ptr == nullptr) return Status(StatusCode::kErrorNullPointer, "q.ptr is null");
   if (p.seqlen_k > 0 && args.k.ptr == nullptr) return Status(StatusCode::kErrorNullPointer, "k.ptr is null");
@@ -245,10 +255,10 @@ Status fmha_device(FmhaFwd::Arguments const& args, float* o_ref, float* lse_ref,
 
   float const softmax_scale =
       args.softmax_scale != 0.0f ? args.softmax_scale : 1.0f / std::sqrt(static_cast<float>(problem.head_dim));
-  Params params{args.q,           args.k,           args.v,           args.q_descale,
-                args.k_descale,   args.v_descale,   problem.heads_q,  problem.heads_kv,
-                problem.seqlen_q, problem.seqlen_k, problem.causal,   softmax_scale * kLog2e,
-                o_ref,            lse_ref};
+  Params params{
+      args.q,          args.k,           args.v,           args.q_descale,   args.k_descale, args.v_descale,
+      problem.heads_q, problem.heads_kv, problem.seqlen_q, problem.seqlen_k, problem.causal, softmax_scale * kLog2e,
+      o_ref,           lse_ref};
   return detail::dispatch_type(problem.input_type, "input_type", [&](auto tag) {
     using Element = typename decltype(tag)::type;
     return launch_for_head_dim<Element>(params, problem.batch, problem.head_dim, stream);

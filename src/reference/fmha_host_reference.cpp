@@ -23,8 +23,8 @@ Status check_shape(fmha::FmhaProblem const& p) {
   if (p.heads_q < 1) return invalid("heads_q=" + std::to_string(p.heads_q) + " must be >= 1");
   if (p.heads_kv < 1) return invalid("heads_kv=" + std::to_string(p.heads_kv) + " must be >= 1");
   if (p.heads_q % p.heads_kv != 0) {
-    return invalid("heads_q=" + std::to_string(p.heads_q) + " must be a multiple of heads_kv=" +
-                   std::to_string(p.heads_kv));
+    return invalid("heads_q=" + std::to_string(p.heads_q) +
+                   " must be a multiple of heads_kv=" + std::to_string(p.heads_kv));
   }
   if (p.seqlen_q < 0) return invalid("seqlen_q=" + std::to_string(p.seqlen_q) + " must be >= 0");
   if (p.seqlen_k < 0) return invalid("seqlen_k=" + std::to_string(p.seqlen_k) + " must be >= 0");
@@ -41,8 +41,7 @@ Status check_size(char const* name, std::vector<double> const& t, int64_t expect
 }  // namespace
 
 Status fmha_host(fmha::FmhaProblem const& problem, std::vector<double> const& q, std::vector<double> const& k,
-                 std::vector<double> const& v, double softmax_scale, std::vector<double>* o,
-                 std::vector<double>* lse) {
+                 std::vector<double> const& v, double softmax_scale, std::vector<double>* o, std::vector<double>* lse) {
   if (Status s = check_shape(problem); !s) return s;
   if (o == nullptr) return Status(StatusCode::kErrorNullPointer, "o is null");
 

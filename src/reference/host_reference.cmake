@@ -10,4 +10,4 @@ add_library(fp8attn_host_reference STATIC
 )
 target_include_directories(fp8attn_host_reference PUBLIC ${PROJECT_SOURCE_DIR}/include)
 target_compile_features(fp8attn_host_reference PUBLIC cxx_std_17)
-target_compile_options(fp8attn_host_reference PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
+target_compile_options(fp8attn_host_reference PRIVATE -Wall -Wextra)

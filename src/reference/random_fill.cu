@@ -56,8 +56,8 @@ Status fill_random(void* ptr, DataType type, int64_t count, uint64_t seed, Strea
   unsigned const blocks = detail::grid_for(count, kThreads);
   return detail::dispatch_type(type, "type", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_random_kernel<T><<<blocks, kThreads, 0, detail::to_cuda(stream)>>>(static_cast<T*>(ptr), count, seed,
-                                                                           scale, clip);
+    fill_random_kernel<T>
+        <<<blocks, kThreads, 0, detail::to_cuda(stream)>>>(static_cast<T*>(ptr), count, seed, scale, clip);
     return detail::cuda_status(cudaGetLastError(), "fill_random launch");
   });
 }

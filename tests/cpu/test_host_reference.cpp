@@ -141,8 +141,8 @@ void test_against_naive(FmhaProblem const& p, double scale, uint64_t seed) {
   int bad_o = 0, bad_lse = 0;
   for (size_t i = 0; i < o.size(); ++i) bad_o += !close(o[i], o_naive[i], 1e-12);
   for (size_t i = 0; i < lse.size(); ++i) bad_lse += !close(lse[i], lse_naive[i], 1e-12);
-  check(o.size() == o_naive.size() && bad_o == 0, name + ": O differs from the naive formula in " +
-                                                      std::to_string(bad_o) + " elements");
+  check(o.size() == o_naive.size() && bad_o == 0,
+        name + ": O differs from the naive formula in " + std::to_string(bad_o) + " elements");
   check(lse.size() == lse_naive.size() && bad_lse == 0,
         name + ": LSE differs from the naive formula in " + std::to_string(bad_lse) + " rows");
 }
@@ -182,7 +182,8 @@ void test_rows_without_keys() {
   if (!s.ok()) return;
   for (int i = 0; i < 3; ++i) {
     check(o[i * 2] == 0.0 && o[i * 2 + 1] == 0.0, "empty rows: row " + std::to_string(i) + " has O != 0");
-    check(lse[i] == -kInf, "empty rows: row " + std::to_string(i) + " LSE=" + std::to_string(lse[i]) + ", expected -inf");
+    check(lse[i] == -kInf,
+          "empty rows: row " + std::to_string(i) + " LSE=" + std::to_string(lse[i]) + ", expected -inf");
   }
   check(o[6] == 1.0 && o[7] == 2.0, "empty rows: row 3 should see key 0 only (O = v0)");
   check(lse[3] == 2.0, "empty rows: row 3 LSE=" + std::to_string(lse[3]) + ", expected 2");
@@ -238,8 +239,8 @@ int main() {
   // Shapes: square and rectangular causal in both directions, GQA and MQA, odd lengths, long rows.
   test_against_naive(make_problem(2, 4, 4, 7, 7, 8, false), 0.0, 1);
   test_against_naive(make_problem(2, 4, 4, 7, 7, 8, true), 0.0, 2);
-  test_against_naive(make_problem(1, 4, 2, 5, 9, 16, true), 0.0, 3);   // S_q < S_k, GQA 2:1
-  test_against_naive(make_problem(2, 6, 2, 9, 4, 8, true), 0.3, 4);    // S_q > S_k: rows 0..4 see nothing
+  test_against_naive(make_problem(1, 4, 2, 5, 9, 16, true), 0.0, 3);    // S_q < S_k, GQA 2:1
+  test_against_naive(make_problem(2, 6, 2, 9, 4, 8, true), 0.3, 4);     // S_q > S_k: rows 0..4 see nothing
   test_against_naive(make_problem(1, 8, 1, 3, 17, 32, false), 0.0, 5);  // MQA
   test_against_naive(make_problem(1, 2, 1, 1, 1000, 4, true), 0.0, 6);  // one query row sees all 1000 keys
   test_against_naive(make_problem(1, 3, 3, 17, 113, 64, true), 0.0, 7);

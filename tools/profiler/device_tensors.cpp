@@ -76,8 +76,8 @@ Status ProblemTensors::initialize(ProblemSpec const& spec, uint64_t seed, Stream
     float const descale = reference::kE4M3FillDescale;
     cudaError_t const err = cudaMemcpyAsync(descale_.get(), &descale, sizeof(float), cudaMemcpyHostToDevice, stream);
     if (err != cudaSuccess) {
-      return Status(StatusCode::kErrorCudaDriver, std::string("cudaMemcpyAsync of the descale failed: ") +
-                                                      cudaGetErrorString(err));
+      return Status(StatusCode::kErrorCudaDriver,
+                    std::string("cudaMemcpyAsync of the descale failed: ") + cudaGetErrorString(err));
     }
     auto const* d = static_cast<float const*>(descale_.get());
     a.q_descale = a.k_descale = a.v_descale = fmha::DescaleRef::per_tensor(d);

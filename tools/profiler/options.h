@@ -34,18 +34,18 @@ struct ProblemAxes {
 struct Options {
   bool help = false;
   std::string operation = "fmha";
-  std::string kernels;              ///< CUTLASS filter over kernel names; empty: every instance that can run
-  std::string suite;                ///< "" or "standard"
-  bool profile_heuristic = true;    ///< provider "fp8attn": the heuristic's pick (kernel_name empty)
-  bool profile_instances = true;    ///< provider "instance": each compiled instance forced by name
+  std::string kernels;            ///< CUTLASS filter over kernel names; empty: every instance that can run
+  std::string suite;              ///< "" or "standard"
+  bool profile_heuristic = true;  ///< provider "fp8attn": the heuristic's pick (kernel_name empty)
+  bool profile_instances = true;  ///< provider "instance": each compiled instance forced by name
   ProblemAxes axes;
   int warmup_iterations = 10;
   int profiling_iterations = 50;
   bool verify_device = true;
   bool verify_host = false;
   int64_t host_verification_limit = int64_t{1} << 28;  ///< B * H_q * S_q * S_k * D at most, for the host reference
-  std::optional<double> tolerance;  ///< relative L2; default by dtype (see tolerance_for)
-  std::string output;               ///< CSV file; empty: none
+  std::optional<double> tolerance;                     ///< relative L2; default by dtype (see tolerance_for)
+  std::string output;                                  ///< CSV file; empty: none
   uint64_t seed = 2024;
 };
 

@@ -3,6 +3,7 @@
 #include "problem_space.h"
 
 #include <cstdio>
+#include <utility>
 
 namespace fp8attn::profiler {
 
@@ -20,9 +21,7 @@ fmha::FmhaProblem ProblemSpec::problem() const {
   return p;
 }
 
-int64_t ProblemSpec::reference_work() const {
-  return int64_t{batch} * heads_q * seqlen_q * seqlen_k * head_dim;
-}
+int64_t ProblemSpec::reference_work() const { return int64_t{batch} * heads_q * seqlen_q * seqlen_k * head_dim; }
 
 std::vector<ProblemSpec> enumerate_problems(Options const& options) {
   if (options.suite == "standard") return standard_suite(options.axes.dtype, options.axes.layout);
@@ -32,25 +31,32 @@ std::vector<ProblemSpec> enumerate_problems(Options const& options) {
   std::vector<int> const heads_kv = a.heads_kv.empty() ? std::vector<int>{0} : a.heads_kv;
   std::vector<int> const seqlen_k = a.seqlen_k.empty() ? std::vector<int>{0} : a.seqlen_k;
 
+  // Head pairs first, so that an invalid pair is reported once rather than once per problem.
+  std::vector<std::pair<int, int>> heads;
+  for (int hq : a.heads_q) {
+    for (int hkv_given : heads_kv) {
+      int const hkv = hkv_given == 0 ? hq : hkv_given;
+      if (hq % hkv == 0) {
+        heads.emplace_back(hq, hkv);
+      } else {
+        std::fprintf(stderr, "note: skipping heads_q=%d heads_kv=%d: heads_q must be a multiple of heads_kv\n", hq,
+                     hkv);
+      }
+    }
+  }
+
   std::vector<ProblemSpec> out;
   for (DataType dtype : a.dtype)
     for (Layout layout : a.layout)
       for (int batch : a.batch)
-        for (int hq : a.heads_q)
-          for (int hkv_given : heads_kv)
-            for (int sq : a.seqlen_q)
-              for (int sk_given : seqlen_k)
-                for (int d : a.head_dim)
-                  for (bool causal : a.causal) {
-                    int const hkv = hkv_given == 0 ? hq : hkv_given;
-                    int const sk = sk_given == 0 ? sq : sk_given;
-                    if (hq % hkv != 0) {
-                      std::fprintf(stderr, "note: skipping heads_q=%d heads_kv=%d: heads_q must be a multiple of heads_kv\n",
-                                   hq, hkv);
-                      continue;
-                    }
-                    out.push_back(ProblemSpec{batch, hq, hkv, sq, sk, d, causal, dtype, layout});
-                  }
+        for (auto [hq, hkv] : heads)
+          for (int sq : a.seqlen_q)
+            for (int sk_given : seqlen_k)
+              for (int d : a.head_dim)
+                for (bool causal : a.causal) {
+                  int const sk = sk_given == 0 ? sq : sk_given;
+                  out.push_back(ProblemSpec{batch, hq, hkv, sq, sk, d, causal, dtype, layout});
+                }
   return out;
 }
 
@@ -63,7 +69,8 @@ std::vector<ProblemSpec> standard_suite(std::vector<DataType> const& dtypes, std
     std::vector<bool> causal;
   };
   std::vector<Shape> shapes;
-  for (int s : {1024, 4096, 8192, 16384}) shapes.push_back({s, 128, kModelWidth / 128, kModelWidth / 128, {false, true}});
+  for (int s : {1024, 4096, 8192, 16384})
+    shapes.push_back({s, 128, kModelWidth / 128, kModelWidth / 128, {false, true}});
   for (int d : {64, 256}) shapes.push_back({8192, d, kModelWidth / d, kModelWidth / d, {false, true}});
   // GQA as the conventions list it: 64 query heads over 8 kv heads, D=128 (so H_q * D = 8192 here).
   shapes.push_back({8192, 128, 64, 8, {true}});

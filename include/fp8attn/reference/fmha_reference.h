@@ -30,8 +30,7 @@ namespace fp8attn::reference {
 /// Writes o: [B, S_q, H_q, D] packed and, when lse is not null, lse: [B, H_q, S_q]. Only the shape fields of
 /// `problem` are read (the data types are irrelevant here).
 Status fmha_host(fmha::FmhaProblem const& problem, std::vector<double> const& q, std::vector<double> const& k,
-                 std::vector<double> const& v, double softmax_scale, std::vector<double>* o,
-                 std::vector<double>* lse);
+                 std::vector<double> const& v, double softmax_scale, std::vector<double>* o, std::vector<double>* lse);
 
 /// How far an output is from its reference. Non-finite output elements are counted, not summed.
 struct ErrorStats {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Everything the H200 has to show, in one device call: build (with the Python module), every test (CPU and
+# GPU), the profiler over the standard suite, and the benchmark against cuDNN. Logs and CSVs go to $OUT.
+#   STEPS="build test profile bench" bash scripts/device_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/fp8attn_out}
+STEPS=${STEPS:-build test profile bench}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+status=0
+step() { [[ " $STEPS " == *" $1 "* ]]; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+
+if step build; then
+  start=$(date +%s)
+  scripts/build.sh -DFP8ATTN_BUILD_PYTHON=ON > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
+  echo "build: $(( $(date +%s) - start )) s"
+fi
+if step test; then
+  ctest --test-dir build --output-on-failure > "$OUT/ctest.log" 2>&1 || status=1
+  grep -E "tests passed|Failed|\*\*\*|passed,|failed," "$OUT/ctest.log" | tail -15
+  # The pytest summary lines of the GPU suite (the full log is in ctest.log).
+  grep -E "^(FAILED|ERROR)|[0-9]+ (passed|failed)" "$OUT/ctest.log" | tail -25
+fi
+if step profile; then
+  build/tools/profiler/fp8attn_profiler --suite=standard --output="$OUT/profiler_standard.csv" > "$OUT/profiler.txt" 2>&1 || status=1
+  cat "$OUT/profiler.txt" | cut -c1-230
+fi
+if step bench; then
+  PYTHONPATH=build/python timeout 300 python3 bench/bench_vs_cudnn.py --output "$OUT/bench_vs_cudnn.csv" \
+    --plot "$OUT/bench_vs_cudnn.png" > "$OUT/bench.txt" 2>&1 || status=1
+  tail -30 "$OUT/bench.txt"
+fi
+exit $status
