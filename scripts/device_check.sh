@@ -14,7 +14,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 
 if step build; then
   start=$(date +%s)
-  scripts/build.sh -DFP8ATTN_BUILD_PYTHON=ON > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
+  scripts/build.sh ${BUILD_ARGS:--DFP8ATTN_BUILD_PYTHON=ON} > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
   echo "build: $(( $(date +%s) - start )) s"
 fi
 if step test; then
