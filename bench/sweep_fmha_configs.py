@@ -27,22 +27,25 @@ def quantize(x):
     return (x / scale).to(E4M3), scale.reshape(1)
 
 
+KERNEL = fmha_fwd_kernel
+
+
 def launch(q, k, vt, o, descales, causal, cfg, scale):
     b, s_q, h, d = q.shape
     s_k = k.shape[1]
     h_kv = k.shape[2]
     qd, kd, vd = descales
     grid = (triton.cdiv(s_q, cfg["BLOCK_M"]), b * h)
-    fmha_fwd_kernel[grid](
-        q, k, vt, o, o,  # LSE unused (WRITE_LSE=False)
+    KERNEL[grid](
+        q, k, vt, o, o,  # LSE unused (write_lse=0)
         qd, kd, vd, 0, 0, 0, 0, 0, 0, scale,
-        s_q, s_k, h, h // h_kv,
+        s_q, s_k, h, h // h_kv, 0,
         q.stride(0), q.stride(2), q.stride(1),
         k.stride(0), k.stride(2), k.stride(1),
         vt.stride(0), vt.stride(1), vt.stride(2),
         o.stride(0), o.stride(2), o.stride(1),
         HEAD_DIM=d, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], CAUSAL=causal, V_TRANSPOSED=True,
-        WRITE_LSE=False, WARP_SPECIALIZE=cfg["ws"], MASK_MODE=cfg["mask_mode"], num_warps=cfg["warps"], num_stages=cfg["stages"])
+        WARP_SPECIALIZE=cfg["ws"], EVEN_N=cfg["even_n"], num_warps=cfg["warps"], num_stages=cfg["stages"])
 
 
 def reference_slice(q, k, v, causal, heads):
@@ -66,8 +69,13 @@ def main():
     ap.add_argument("--seqlen-k", type=int, default=0, help="default: --seqlen")
     ap.add_argument("--configs", default="", help="BN,warps,stages,ws;... (default: the full grid)")
     ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--unhinted-lengths", action="store_true",
+                    help="compile seqlen_q/seqlen_k without the JIT's divisibility hint, as the AOT build does")
     args = ap.parse_args()
     torch.manual_seed(0)
+    global KERNEL
+    if args.unhinted_lengths:
+        KERNEL = triton.jit(fmha_fwd_kernel.fn, do_not_specialize=["seqlen_q", "seqlen_k"])
     # Device-side TMA descriptors live in a per-program global scratch buffer.
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     d, s = args.head_dim, args.seqlen
@@ -85,14 +93,19 @@ def main():
     grid = itertools.product([64, 128], [4, 8], [2, 3], [False, True])
     if args.configs:
         grid = [tuple(int(x) for x in c.split(",")) for c in args.configs.split(";")]
-    configs = [dict(BLOCK_M=128, BLOCK_N=bn, warps=w, stages=st, ws=bool(ws), mask_mode=mm)
-               for bn, w, st, ws, *rest in grid for mm in (rest or [0])]
+    # Warp-specialized configurations are compiled without a masked path (EVEN_N), as in the manifest.
+    configs = [dict(BLOCK_M=128, BLOCK_N=bn, warps=w, stages=st, ws=bool(ws), even_n=bool(ws))
+               for bn, w, st, ws in grid]
     print(f"# seqlen_q={s} seqlen_k={s_k} head_dim={d} batch={b} heads={h}")
     print(f"{'causal':>6} {'BN':>4} {'w':>2} {'st':>2} {'ws':>3} {'rel_err':>9} {'TFLOP/s':>8}")
     for causal in [bool(int(c)) for c in args.causal.split(",")]:
+        if causal:  # warp-specialized (evenn) configurations are non-causal only
+            configs_now = [c for c in configs if not c["ws"]]
+        else:
+            configs_now = [c for c in configs if not c["ws"] or s_k % c["BLOCK_N"] == 0]
         ref = reference_slice(*deq, causal, heads)
         flops = 4 * b * h * s * s_k * d / (2 if causal and s == s_k else 1)
-        for cfg in configs:
+        for cfg in configs_now:
             try:
                 o.fill_(float("nan"))
                 launch(q, k, vt, o, (qd, kd, vd), causal, cfg, 1 / math.sqrt(d))
@@ -107,7 +120,7 @@ def main():
             except Exception as e:  # a configuration that does not compile is a row, not a crash
                 err, tf = float("nan"), 0.0
                 print(f"# {cfg}: {type(e).__name__}: {str(e)[:200]}")
-            print(f"{int(causal):>6} {cfg['BLOCK_N']:>4} {cfg['warps']:>2} {cfg['stages']:>2} {int(cfg['ws']):>3}m{cfg['mask_mode']} "
+            print(f"{int(causal):>6} {cfg['BLOCK_N']:>4} {cfg['warps']:>2} {cfg['stages']:>2} {int(cfg['ws']):>3} "
                   f"{err:>9.2e} {tf:>8.1f}", flush=True)
 
 

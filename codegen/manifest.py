@@ -40,7 +40,7 @@ def _default_instances():
             _fmha("bf16", 128, 128, 128, 8, 2, causal),
             _fmha("bf16", 256, 128, 64, 8, 2, causal),
         ]
-    rows += [TransposeConfig("u8", 64, d, 4) for d in HEAD_DIMS]
+    rows += [TransposeConfig("u8", 128, d, 4) for d in HEAD_DIMS]
     return rows
 
 

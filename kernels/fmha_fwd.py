@@ -34,6 +34,8 @@ LN2 = tl.constexpr(0.6931471805599453)
 P_EXPONENT_BIAS = tl.constexpr(8.0)
 # Finite "minus infinity" for the running maximum, so fully masked rows never compute (-inf) - (-inf).
 NEG_BIG = tl.constexpr(-1.0e30)
+# A tile's P is rounded against its own maximum, but never one more than 2^64 below the running maximum.
+REF_FLOOR = tl.constexpr(64.0)
 
 
 @triton.jit
@@ -49,9 +51,21 @@ def _mask_tile(qk, start_n, offs_m, offs_n, causal_offset, seqlen_k, CAUSAL: tl.
 
 
 @triton.jit
-def _attn_tile(acc, l_i, m_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale, causal_offset,
+def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale, causal_offset,
                seqlen_k, MASKED: tl.constexpr, CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr):
-    """One KV tile of the online softmax: O, l, m <- update(O, l, m, Q K_tile^T, V_tile)."""
+    """One KV tile of the online softmax.
+
+    State per query row: m = running maximum of S (exp2 domain); acc and l hold O and rowsum(P) in a
+    per-row frame f, i.e. the true sums are acc * 2^f and l * 2^f. Each tile's P is taken against the
+    tile's own reference r (its row maximum, floored at m - 64) and biased by 2^8, so the tile's largest
+    probability rounds at the top of the FP8 range whatever came before; then the frame moves to r - 8:
+
+        acc <- acc * 2^(f - (r - 8)) + P_tile V_tile,   l <- l * 2^(f - (r - 8)) + rowsum(P_tile)
+
+    one FMA per accumulator element, as in plain two-level accumulation. The floor keeps every rescale
+    factor within 2^64 (tiles more than 2^-64 below the running maximum do not count anyway), so nothing
+    overflows FP32.
+    """
     # TMA zero-fills the rows of a partial last tile; the mask below removes them from the softmax.
     k = k_desc.load([start_n, 0])
     if V_TRANSPOSED:
@@ -64,20 +78,18 @@ def _attn_tile(acc, l_i, m_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_sca
     qk = tl.dot(q, tl.trans(k))
     if MASKED:
         qk = _mask_tile(qk, start_n, offs_m, offs_n, causal_offset, seqlen_k, CAUSAL)
-    m_tile = tl.max(qk, 1) * qk_scale
-    if MASKED:
-        # A row with no visible key in this tile: make its P exactly 0 instead of exp2(-inf + inf) = NaN.
-        m_tile = tl.maximum(m_tile, NEG_BIG)
+    m_tile = tl.max(qk, 1) * qk_scale  # -inf for a row with no visible key in this tile
     m_new = tl.maximum(m_i, m_tile)
-    # P_tile = exp2(S - m_tile) * 2^8, rounded to the input type against this tile's own row maximum.
-    p = tl.math.exp2(qk * qk_scale - (m_tile - P_EXPONENT_BIAS)[:, None])
-    alpha = tl.math.exp2(m_i - m_new)  # rescales what O and l hold so far
-    gamma = tl.math.exp2(m_tile - m_new - P_EXPONENT_BIAS)  # brings this tile to the running maximum
-    l_i = l_i * alpha + tl.sum(p, 1) * gamma
-    # Two-level accumulation: O = O * alpha + (P_tile V_tile in a fresh FP32 accumulator) * gamma.
+    ref = tl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
+    # P_tile = exp2(S - ref) * 2^8, rounded to the input type.
+    p = tl.math.exp2(qk * qk_scale - (ref - P_EXPONENT_BIAS)[:, None])
+    frame = ref - P_EXPONENT_BIAS
+    rescale = tl.math.exp2(f_i - frame)
+    l_i = l_i * rescale + tl.sum(p, 1)
+    # Two-level accumulation: this tile's P V in a fresh FP32 accumulator, then added in FP32.
     pv = tl.dot(p.to(v.dtype), v)
-    acc = acc * alpha[:, None] + pv * gamma[:, None]
-    return acc, l_i, m_new
+    acc = acc * rescale[:, None] + pv
+    return acc, l_i, m_new, frame
 
 
 @triton.jit
@@ -137,6 +149,7 @@ def fmha_fwd_kernel(
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     m_i = tl.full([BLOCK_M], NEG_BIG, dtype=tl.float32)
+    f_i = tl.full([BLOCK_M], NEG_BIG, dtype=tl.float32)  # frame of acc and l: 2^f_i scales them to true sums
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     q = q_desc.load([start_m, 0])
@@ -155,20 +168,20 @@ def fmha_fwd_kernel(
 
     # Tiles [0, n_full) need no mask; [n_full, n_end) are masked (sequence end, causal diagonal).
     for start_n in tl.range(0, n_full, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
-        acc, l_i, m_i = _attn_tile(acc, l_i, m_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale,
-                                   causal_offset, seqlen_k, False, CAUSAL, V_TRANSPOSED)
+        acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale,
+                                        causal_offset, seqlen_k, False, CAUSAL, V_TRANSPOSED)
     if not EVEN_N:
         for start_n in range(n_full, n_end, BLOCK_N):
-            acc, l_i, m_i = _attn_tile(acc, l_i, m_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale,
-                                       causal_offset, seqlen_k, True, CAUSAL, V_TRANSPOSED)
+            acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n,
+                                            qk_scale, causal_offset, seqlen_k, True, CAUSAL, V_TRANSPOSED)
 
-    # O = acc / l * v_descale; a row that saw no key (l == 0) gets 0.
+    # O = acc / l * v_descale (the frame cancels); a row that saw no key (l == 0) gets 0.
     has_keys = l_i > 0.0
     inv_l = tl.where(has_keys, vd / tl.where(has_keys, l_i, 1.0), 0.0)
     out = acc * inv_l[:, None]
     o_desc.store([start_m, 0], out.to(O.dtype.element_ty))
     if write_lse != 0:  # a runtime flag: one scalar branch per program instead of twice the instances
         # LSE is [batch, heads_q, seqlen_q] contiguous float32, natural log.
-        lse = tl.where(has_keys, (m_i + tl.math.log2(tl.where(has_keys, l_i, 1.0))) * LN2, float("-inf"))
+        lse = tl.where(has_keys, (f_i + tl.math.log2(tl.where(has_keys, l_i, 1.0))) * LN2, float("-inf"))
         lse_ptr = LSE + bh.to(tl.int64) * seqlen_q + offs_m
         tl.store(lse_ptr, lse, mask=offs_m < seqlen_q)

@@ -262,9 +262,10 @@ FmhaFwd::Arguments make_arguments(CallArgs const& c, DeviceCheck& device) {
       raise_value_error("lse: shape ", shape_string(c.lse), " is not [batch=", q.shape(0),
                         ", heads_q=", q.shape(2), ", seqlen_q=", q.shape(1), "]");
     }
-    // The kernels write LSE densely: rows of seqlen_q floats, one per (batch, head_q).
+    // The kernels write LSE densely: rows of seqlen_q floats, one per (batch, head_q). (Strides of an
+    // empty tensor mean nothing.)
     int64_t expected = 1;
-    for (int i = 2; i >= 0; --i) {
+    for (int i = 2; i >= 0 && c.lse.size() > 0; --i) {
       if (c.lse.shape(i) > 1 && c.lse.stride(i) != expected) {
         raise_value_error("lse: must be contiguous; strides (", c.lse.stride(0), ", ", c.lse.stride(1), ", ",
                           c.lse.stride(2), ") for shape ", shape_string(c.lse));

@@ -70,7 +70,7 @@ class Manifest(unittest.TestCase):
         chosen = manifest.instances("e4m3*x256_")
         names = [name_of(c) for c in chosen]
         self.assertTrue(all("x256_" in n for n in names), names)
-        self.assertIn("fp8attn_sm90_transpose_v_u8_64x256_w4", names)
+        self.assertIn("fp8attn_sm90_transpose_v_u8_128x256_w4", names)
         self.assertGreater(len([n for n in names if "fmha" in n]), 2, "full set has more D=256 FP8 instances")
         bf16_only = [name_of(c) for c in manifest.instances("fwd_bf16")]
         self.assertFalse(any("transpose" in n for n in bf16_only), "BF16 needs no V transpose")
