@@ -22,23 +22,22 @@ def main():
     s_pad = (s + 15) // 16 * 16
     vt = torch.empty(b, h, d, s_pad, dtype=torch.uint8, device="cuda")
     ref = v.permute(0, 2, 3, 1)
-    print(f"{'seqlen':>8} {'BS':>4} {'warps':>5} {'tiles':>5} {'us':>8} {'TB/s':>6} ok")
+    print(f"{'seqlen':>8} {'BS':>4} {'warps':>5} {'us':>8} {'TB/s':>6} ok")
     # The AOT build does not hint seqlen (any length); the JIT would, for 8192.
     unhinted = triton.jit(transpose_v_kernel.fn, do_not_specialize=["seqlen"])
-    for kernel, bs, warps, tiles in [(transpose_v_kernel, 64, 4, 1), (transpose_v_kernel, 128, 4, 1),
-                                     (unhinted, 64, 4, 1), (unhinted, 128, 4, 1), (unhinted, 128, 8, 1),
-                                     (unhinted, 256, 8, 1)]:
-        grid = (triton.cdiv(s_pad, bs * tiles), b * h)
+    for kernel, bs, warps in [(transpose_v_kernel, 64, 4), (transpose_v_kernel, 128, 4), (unhinted, 64, 4),
+                              (unhinted, 128, 4), (unhinted, 128, 8), (unhinted, 256, 8)]:
+        grid = (triton.cdiv(s_pad, bs), b * h)
 
         def run():
             kernel[grid](v, vt, s, s_pad, h, v.stride(0), v.stride(2), v.stride(1), HEAD_DIM=d,
-                                     BLOCK_S=bs, TILES_PER_PROGRAM=tiles, num_warps=warps)
+                         BLOCK_S=bs, num_warps=warps)
 
         vt.fill_(7)
         run()
         ok = torch.equal(vt[..., :s], ref)
         ms = triton.testing.do_bench(run, warmup=25, rep=200, return_mode="median")
-        print(f"{'unhinted' if kernel is unhinted else 'hinted':>8} {bs:>4} {warps:>5} {tiles:>5} {ms * 1e3:>8.1f} {2 * v.numel() / ms * 1e-9:>6.2f} {ok}", flush=True)
+        print(f"{'unhinted' if kernel is unhinted else 'hinted':>8} {bs:>4} {warps:>5} {ms * 1e3:>8.1f} {2 * v.numel() / ms * 1e-9:>6.2f} {ok}", flush=True)
 
 
 if __name__ == "__main__":
