@@ -50,7 +50,7 @@ class Config:
 
     @property
     def name(self):
-        gqa = f"_gqa{self.heads_q}/{self.heads_kv}" if self.heads_q != self.heads_kv else ""
+        gqa = f"_gqa{self.heads_q}_{self.heads_kv}" if self.heads_q != self.heads_kv else ""
         return f"d{self.head_dim}_s{self.seqlen}_{'causal' if self.causal else 'full'}{gqa}"
 
     @property

@@ -107,8 +107,10 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     """Attention forward: O = softmax(Q K^T * softmax_scale) V, FP8 (e4m3) or BF16 inputs, BF16 output.
 
     q: [B, S_q, H_q, D] (layout "bshd") or [B, H_q, S_q, D] ("bhsd"); k, v: the same with S_k and H_kv,
-    H_q a multiple of H_kv (GQA/MQA). Any strides with the last dimension contiguous. CUDA tensors of
-    dtype torch.float8_e4m3fn or torch.bfloat16 (all three the same).
+    H_q a multiple of H_kv (GQA/MQA). Any strides with the last dimension contiguous (strides and data
+    pointers 16-element / 16-byte aligned); an FP8 v may instead be sequence-contiguous (a transposed view
+    of a [B, H_kv, D, S] tensor), which the kernels read in place. CUDA tensors of dtype
+    torch.float8_e4m3fn or torch.bfloat16 (all three the same).
     q_descale, k_descale, v_descale: float32 CUDA tensors, shape [1] (per tensor) or [B, H_kv] (per batch and
     kv head, the FlashAttention-3 convention); required for FP8, optional (1.0) for BF16. The kernel sees
     q * q_descale etc.

@@ -157,12 +157,13 @@ TensorRef tensor_ref(Array const& a) {
   return ref;
 }
 
-/// [1] per tensor, or [batch | 1, heads_kv | 1] per (batch, kv head); size-1 dimensions broadcast.
+/// [1] (or a 0-d scalar) per tensor, or [batch | 1, heads_kv | 1] per (batch, kv head); size-1 dimensions
+/// broadcast.
 DescaleRef descale_ref(char const* name, InArray const& a, int batch, int heads_kv, DeviceCheck& device) {
   if (!a.is_valid()) return {};
   device(name, a);
   check_element_type(name, a, DataType::kF32);
-  bool const per_tensor = a.ndim() == 1 && a.shape(0) == 1;
+  bool const per_tensor = a.ndim() == 0 || (a.ndim() == 1 && a.shape(0) == 1);
   bool const per_head = a.ndim() == 2 && (a.shape(0) == 1 || a.shape(0) == static_cast<size_t>(batch)) &&
                         (a.shape(1) == 1 || a.shape(1) == static_cast<size_t>(heads_kv));
   if (!per_tensor && !per_head) {
@@ -198,11 +199,6 @@ struct CallArgs {
 
 /// Builds FmhaFwd::Arguments, raising ValueError for what the Arguments cannot express.
 FmhaFwd::Arguments make_arguments(CallArgs const& c, DeviceCheck& device) {
-  if (!c.q.is_valid()) raise_value_error("q: is None");
-  if (!c.k.is_valid()) raise_value_error("k: is None");
-  if (!c.v.is_valid()) raise_value_error("v: is None");
-  if (!c.out.is_valid()) raise_value_error("out: is None");
-
   char const* const bshd = "[batch, seqlen, heads, head_dim]";
   check_rank("q", c.q, 4, bshd);
   check_rank("k", c.k, 4, bshd);
@@ -233,7 +229,8 @@ FmhaFwd::Arguments make_arguments(CallArgs const& c, DeviceCheck& device) {
                         " ([batch, seqlen_k, heads_kv, head_dim])");
     }
     if (c.out.shape(i) != q.shape(i)) {
-      raise_value_error("out: shape ", shape_string(c.out), " does not match q's shape ", shape_string(q));
+      raise_value_error("out: shape ", shape_string(c.out), " does not match q's shape ", shape_string(q),
+                        " (as [batch, seqlen, heads, head_dim])");
     }
   }
 

@@ -5,8 +5,9 @@ type, the kernel's error against a float64 reference must not exceed twice the e
 rounds where the kernel rounds, plus a small atol. Errors are ||O - ref|| / ||ref|| over the whole output.
 
 The emulation follows kernels/fmha_fwd.py: per KV tile of block_n columns, P = exp(S - rowmax(S_tile)) * 2^8
-rounded to the input type (e4m3 or bf16) against the tile's own row maximum, P V accumulated in float32 and
-rescaled to the running maximum, O = acc / l rounded to bf16 (l sums the unrounded P, as the kernel does).
+rounded to the input type (e4m3 or bf16) against the tile's own row maximum (floored at 2^-64 of the running
+maximum), each tile's P V in a fresh float32 accumulator added to O in a per-row frame, O = acc / l rounded to
+bf16 (l sums the unrounded P, as the kernel does). Keep it in step with the kernel.
 """
 
 import dataclasses
@@ -50,10 +51,12 @@ ATOL = 1e-3
 # LSE (natural log) tolerance: |lse - ref| <= LSE_ATOL + LSE_RTOL * |ref|.
 LSE_ATOL = {"e4m3": 2e-2, "bf16": 5e-3}
 LSE_RTOL = 1e-3
-# Finite stand-in for -inf in the emulation's running maximum (the kernel's NEG_BIG).
-NEG_BIG = -1.0e30
-# The kernel stores P * 2^8 before rounding (P_EXPONENT_BIAS in kernels/fmha_fwd.py).
-P_SCALE = 256.0
+# Constants of kernels/fmha_fwd.py, which the emulation mirrors.
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+NEG_BIG = -1.0e30          # finite stand-in for -inf in the running maximum
+P_EXPONENT_BIAS = 8.0      # P is stored as p * 2^8 before rounding
+REF_FLOOR = 64.0           # a tile's P reference is never more than 2^64 below the running maximum
 
 
 # ---- Problems and inputs -------------------------------------------------------------------------------
@@ -251,36 +254,41 @@ def reference(qf, kf, vf, causal, scale, rows=None, max_elems=1 << 27):
 
 
 def emulate(qf, kf, vf, causal, scale, block_n, p_dtype, rows=None, out_dtype=None):
-    """float32 emulation of the kernel's arithmetic (see the module docstring). Returns O as float64 (after
-    rounding to out_dtype, bf16 by default) [B, R, H, D] and LSE [B, H, R]."""
+    """float32 emulation of kernels/fmha_fwd.py's arithmetic (exp2 domain, per-row frame; see the module
+    docstring). Returns O as float64 (after rounding to out_dtype, bf16 by default) [B, R, H, D] and the
+    natural-log LSE [B, H, R]."""
     out_dtype = out_dtype or BF16
     batch, seqlen_q, heads, head_dim = qf.shape
     seqlen_k = kf.shape[1]
     rows = _rows(seqlen_q, rows, qf.device)
     qh, kh, vh = _heads_first(qf[:, rows].float(), kf.float(), vf.float())
+    qk_scale = scale * LOG2E
     shape = (batch, heads, len(rows))
-    m = torch.full(shape, NEG_BIG, dtype=torch.float32, device=qf.device)
+    m = torch.full(shape, NEG_BIG, dtype=torch.float32, device=qf.device)  # running maximum (log2 domain)
+    f = torch.full(shape, NEG_BIG, dtype=torch.float32, device=qf.device)  # frame: true sums = acc, l * 2^f
     l = torch.zeros(shape, dtype=torch.float32, device=qf.device)
     acc = torch.zeros(shape + (head_dim,), dtype=torch.float32, device=qf.device)
     for start in range(0, seqlen_k, block_n):
         end = min(seqlen_k, start + block_n)
-        s = torch.matmul(qh, kh[:, :, start:end].transpose(-1, -2)) * scale
+        t = torch.matmul(qh, kh[:, :, start:end].transpose(-1, -2)) * qk_scale
         if causal:
             cols = torch.arange(start, end, device=qf.device)
             keep = cols[None, :] <= rows[:, None] + (seqlen_k - seqlen_q)
-            s = s.masked_fill(~keep, float("-inf"))
-        m_tile = s.amax(dim=-1).clamp(min=NEG_BIG)
+            t = t.masked_fill(~keep, float("-inf"))
+        m_tile = t.amax(dim=-1)  # -inf where the row sees no key of this tile
         m_new = torch.maximum(m, m_tile)
-        p = torch.exp(s - m_tile[..., None]) * P_SCALE  # this tile's P against its own row maximum
-        alpha = torch.exp(m - m_new)
-        gamma = torch.exp(m_tile - m_new) / P_SCALE
-        l = l * alpha + p.sum(dim=-1) * gamma
+        ref = torch.maximum(m_tile, m_new - REF_FLOOR)  # this tile's own maximum, floored
+        p = torch.exp2(t - (ref - P_EXPONENT_BIAS)[..., None])
+        frame = ref - P_EXPONENT_BIAS
+        rescale = torch.exp2(f - frame)
+        l = l * rescale + p.sum(dim=-1)  # the unrounded P, as the kernel sums it
         pv = torch.matmul(p.to(p_dtype).float(), vh[:, :, start:end])  # a fresh float32 accumulator per tile
-        acc = acc * alpha[..., None] + pv * gamma[..., None]
-        m = m_new
+        acc = acc * rescale[..., None] + pv
+        m, f = m_new, frame
     has_key = l > 0
-    o = torch.where(has_key[..., None], acc / torch.where(has_key, l, 1.0)[..., None], 0.0)
-    lse = torch.where(has_key, m + torch.log(torch.where(has_key, l, 1.0)), float("-inf"))
+    safe_l = torch.where(has_key, l, 1.0)
+    o = torch.where(has_key[..., None], acc / safe_l[..., None], 0.0)
+    lse = torch.where(has_key, (f + torch.log2(safe_l)) * LN2, float("-inf"))
     return o.to(out_dtype).double().permute(0, 2, 1, 3), lse.double()
 
 

@@ -36,7 +36,7 @@ def long_inputs(seqlen, sink, seed):
     so its logit is about 4 * (3 + N(0, 1)) ~ 12 while the others are ~ N(0, 1); the sink's value is small
     (0.1 v_0) and the values share a mean direction w, so the mass of the other keys carries the output.
     (Without the shared w, losing that mass would hardly change O: the mean of Gaussian values is ~0.)
-    In a float64 emulation, rounding P against the running maximum gave 17% error at 1k and 60% at 32k on
+    In an emulation (vs float64), rounding P against the running maximum gave 17% error at 1k and 60% at 32k on
     this input; per-tile rounding gave 0.23% and 0.18%."""
     gen = fu.generator(seed)
     shape = (1, seqlen, HEADS, HEAD_DIM)

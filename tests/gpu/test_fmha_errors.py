@@ -289,3 +289,13 @@ def test_forced_even_n_kernel_on_ragged_seqlen_k(seed):
     k = kernels[0]
     inp = small(seed, dtype=k["qk_type"], seqlen_k=k["block_n"] + 1)
     raises_naming(lambda: call(inp, kernel_name=k["name"]), "kernel_name", "seqlen_k", "even")
+
+
+def test_bf16_v_not_head_dim_contiguous(seed):
+    """Only FP8 V may come sequence-contiguous (the layout FP8 wgmma reads); BF16 V must not."""
+    fu.require_compiled("bf16", 128, False)
+    inp = small(seed, dtype="bf16")
+    b, s, h, d = inp.v.shape
+    vt = torch.zeros((b, h, d, 112), dtype=inp.v.dtype, device=fu.DEVICE)
+    vt[..., :s].copy_(inp.v.permute(0, 2, 3, 1))
+    raises_naming(lambda: call(inp, v=vt[..., :s].permute(0, 3, 1, 2)), word("v"))

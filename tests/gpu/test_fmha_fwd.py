@@ -5,6 +5,8 @@ LSE = -inf exactly on rows that see no key; kernel error <= 2 x the error of a s
 1e-3 (both vs float64 on the dequantized inputs); LSE against the float64 logsumexp.
 """
 
+import dataclasses
+
 import pytest
 
 import fmha_utils as fu
@@ -197,6 +199,22 @@ def test_cache_slices_with_nan_tails(causal, dtype, seed):
     inp = fu.Inputs(q, k, v, dense.q_descale, dense.k_descale, dense.v_descale, "bshd", dense.qf, dense.kf,
                     dense.vf)
     fu.run_and_check(inp, causal=causal, what="cache slices ")
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=causal_id)
+def test_fp8_v_sequence_contiguous(causal, seed):
+    """FP8 V given already transposed (a view of a [B, H_kv, D, S_pad] tensor, stride_s = 1): the library
+    reads it in place instead of transposing it into the workspace."""
+    fu.require_compiled("e4m3", 128, causal)
+    p = Problem(batch=2, seqlen_q=200, seqlen_k=333, heads_q=4, heads_kv=2, causal=causal)
+    dense = fu.make_inputs(p, seed)
+    s_pad = 352  # a multiple of 16 elements
+    vt = _poison_(torch.empty((2, 2, 128, s_pad), dtype=fu.E4M3, device=fu.DEVICE))
+    vt[..., :333].copy_(dense.v.permute(0, 2, 3, 1))
+    v = vt[..., :333].permute(0, 3, 1, 2)  # [B, S, H, D] with strides (H*D*S_pad, 1, D*S_pad, S_pad)
+    assert v.stride(1) == 1
+    inp = dataclasses.replace(dense, v=v)
+    fu.run_and_check(inp, causal=causal, what="sequence-contiguous v ")
 
 
 @pytest.mark.parametrize("layout", ["bshd", "bhsd"])
