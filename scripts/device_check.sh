@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fp8attn_out}
-STEPS=${STEPS:-build test profile bench}
+STEPS=${STEPS:-build profile test bench}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 status=0
@@ -17,15 +17,15 @@ if step build; then
   scripts/build.sh ${BUILD_ARGS:--DFP8ATTN_BUILD_PYTHON=ON} > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
   echo "build: $(( $(date +%s) - start )) s"
 fi
+if step profile; then
+  build/tools/profiler/fp8attn_profiler --suite=standard --output="$OUT/profiler_standard.csv" > "$OUT/profiler.txt" 2>&1 || status=1
+  cat "$OUT/profiler.txt" | cut -c1-230
+fi
 if step test; then
   ctest --test-dir build --output-on-failure > "$OUT/ctest.log" 2>&1 || status=1
   grep -E "tests passed|Failed|\*\*\*|passed,|failed," "$OUT/ctest.log" | tail -15
   # The pytest summary lines of the GPU suite (the full log is in ctest.log).
   grep -E "^(FAILED|ERROR)|[0-9]+ (passed|failed)" "$OUT/ctest.log" | tail -25
-fi
-if step profile; then
-  build/tools/profiler/fp8attn_profiler --suite=standard --output="$OUT/profiler_standard.csv" > "$OUT/profiler.txt" 2>&1 || status=1
-  cat "$OUT/profiler.txt" | cut -c1-230
 fi
 if step bench; then
   PYTHONPATH=build/python timeout 300 python3 bench/bench_vs_cudnn.py --output "$OUT/bench_vs_cudnn.csv" \

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <set>
-#include <sstream>
+#include <cstdio>
 #include <string>
 
 #include "fmha_internal.h"
@@ -47,10 +47,12 @@ constexpr int64_t kMaxGridY = 65535;  // batch * heads_q programs along grid y
 Status invalid(std::string text) { return Status(StatusCode::kErrorInvalidProblem, std::move(text)); }
 Status misaligned(std::string text) { return Status(StatusCode::kErrorMisalignedOperand, std::move(text)); }
 
+// snprintf, not an ostream: the library also runs inside processes (Python, torch) whose iostream locale
+// facets may come from another libstdc++ than the one it was built with.
 std::string ptr_text(void const* p) {
-  std::ostringstream os;
-  os << p;
-  return os.str();
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%p", p);
+  return buffer;
 }
 
 std::string join(std::set<int> const& values) {

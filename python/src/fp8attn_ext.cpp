@@ -17,7 +17,7 @@
 
 #include <climits>
 #include <cstdint>
-#include <sstream>
+#include <type_traits>
 #include <stdexcept>
 #include <string>
 
@@ -64,20 +64,28 @@ constexpr int kDLCUDA = static_cast<int>(nb::device::cuda::value);
   }
 }
 
+// Messages are built with std::to_string, never iostreams: formatting a number through an ostream crashed
+// (SIGSEGV in num_put/codecvt) inside torch's process on the H200, where the locale facets the stream
+// used did not come from the libstdc++ this module was compiled against.
+inline std::string text(std::string const& s) { return s; }
+inline std::string text(char const* s) { return s; }
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+std::string text(T value) {
+  return std::to_string(value);
+}
+
 template <typename... Parts>
 [[noreturn]] void raise_value_error(Parts const&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  throw nb::value_error(os.str().c_str());
+  std::string message;
+  ((message += text(parts)), ...);
+  throw nb::value_error(message.c_str());
 }
 
 template <typename Array>
 std::string shape_string(Array const& a) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < a.ndim(); ++i) os << (i ? ", " : "") << a.shape(i);
-  os << ']';
-  return os.str();
+  std::string s = "[";
+  for (size_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + "]";
 }
 
 char const* device_name(int device_type) {
