@@ -180,8 +180,9 @@ def fmha_fwd_kernel(
     inv_l = tl.where(has_keys, vd / tl.where(has_keys, l_i, 1.0), 0.0)
     out = acc * inv_l[:, None]
     o_desc.store([start_m, 0], out.to(O.dtype.element_ty))
-    if write_lse != 0:  # a runtime flag: one scalar branch per program instead of twice the instances
-        # LSE is [batch, heads_q, seqlen_q] contiguous float32, natural log.
-        lse = tl.where(has_keys, (f_i + tl.math.log2(tl.where(has_keys, l_i, 1.0))) * LN2, float("-inf"))
-        lse_ptr = LSE + bh.to(tl.int64) * seqlen_q + offs_m
-        tl.store(lse_ptr, lse, mask=offs_m < seqlen_q)
+    # LSE is [batch, heads_q, seqlen_q] contiguous float32, natural log; write_lse is a runtime flag (part of
+    # the mask) so LSE does not double the instances. Warp-specialized instances return a wrong frame f_i out
+    # of their loop (Triton 3.6; O is right): the runtime never asks them for LSE.
+    lse = tl.where(has_keys, (f_i + tl.math.log2(tl.where(has_keys, l_i, 1.0))) * LN2, float("-inf"))
+    lse_ptr = LSE + bh.to(tl.int64) * seqlen_q + offs_m
+    tl.store(lse_ptr, lse, mask=(offs_m < seqlen_q) & (write_lse != 0))

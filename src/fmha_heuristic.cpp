@@ -14,7 +14,7 @@ using fp8attn::detail::KernelKind;
 using fp8attn::detail::kKernelInstances;
 using fp8attn::detail::kNumKernelInstances;
 
-bool instance_supports(KernelInstance const& k, FmhaProblem const& p, std::string* why) {
+bool instance_supports(KernelInstance const& k, FmhaProblem const& p, bool wants_lse, std::string* why) {
   auto fail = [&](std::string text) {
     if (why) *why = std::move(text);
     return false;
@@ -32,6 +32,10 @@ bool instance_supports(KernelInstance const& k, FmhaProblem const& p, std::strin
   if (k.causal != p.causal) {
     return fail(std::string("causal=") + (p.causal ? "true" : "false") + " but the instance is " +
                 (k.causal ? "causal" : "non-causal"));
+  }
+  if (wants_lse && k.warp_specialized) {
+    // Triton 3.6's warp-specialized loop hands back a wrong softmax frame (O is right, LSE is not).
+    return fail("lse was requested but warp-specialized instances do not write LSE");
   }
   if (k.even_n && p.seqlen_k % k.block_n != 0) {
     return fail("seqlen_k=" + std::to_string(p.seqlen_k) + " is not a multiple of the instance's block_n=" +
@@ -55,7 +59,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
       KernelInstance const& k = *kKernelInstances[i];
       if (k.kind == KernelKind::kFmhaFwd && args.kernel_name == k.name) {
         std::string why;
-        if (!instance_supports(k, args.problem, &why)) {
+        if (!instance_supports(k, args.problem, args.lse != nullptr, &why)) {
           return Status(StatusCode::kErrorNotSupported, "kernel_name=" + args.kernel_name + " cannot run this problem: " + why);
         }
         *instance = &k;
@@ -66,7 +70,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
                   "kernel_name=" + args.kernel_name + " is not compiled in this build (list: fp8attn_profiler --list)");
   }
   for (size_t i = 0; i < kNumKernelInstances; ++i) {
-    if (instance_supports(*kKernelInstances[i], args.problem, nullptr)) {
+    if (instance_supports(*kKernelInstances[i], args.problem, args.lse != nullptr, nullptr)) {
       *instance = kKernelInstances[i];
       return Status::success();
     }

@@ -18,8 +18,8 @@ using Arguments = device::FmhaFwd::Arguments;
 /// Rows of V^T in the workspace are padded to this many elements (16-byte aligned FP8 rows).
 constexpr int64_t kVtSeqAlign = 16;
 
-/// Whether `instance` computes `problem`; if not, *why names the mismatching field and value.
-bool instance_supports(KernelInstance const& instance, FmhaProblem const& problem, std::string* why);
+/// Whether `instance` computes `problem` (and LSE when `wants_lse`); if not, *why names the field and value.
+bool instance_supports(KernelInstance const& instance, FmhaProblem const& problem, bool wants_lse, std::string* why);
 
 /// The instance forced by args.kernel_name, or the heuristic's pick for args.problem.
 Status select_instance(Arguments const& args, KernelInstance const** instance);

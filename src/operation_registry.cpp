@@ -18,7 +18,8 @@ std::vector<FmhaDescription> build() {
     bool fp8 = qk == DataType::kE4M3 || qk == DataType::kE5M2;
     ops.push_back(FmhaDescription{k.name, qk, type_of(k.v_type), type_of(k.acc_type), type_of(k.out_type),
                                   k.block_m, k.block_n, k.head_dim, k.warps, k.stages, k.causal,
-                                  k.warp_specialized, k.even_n, fp8, k.launch_warps, k.shared_bytes});
+                                  k.warp_specialized, k.even_n, fp8, !k.warp_specialized, k.launch_warps,
+                                  k.shared_bytes});
   }
   return ops;
 }

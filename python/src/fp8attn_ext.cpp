@@ -339,6 +339,7 @@ nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   r["causal"] = d.causal;
   r["warp_specialized"] = d.warp_specialized;
   r["even_n"] = d.even_n;
+  r["writes_lse"] = d.writes_lse;
   r["v_transposed"] = d.v_transposed;
   r["launch_warps"] = d.launch_warps;
   r["shared_bytes"] = d.shared_bytes;

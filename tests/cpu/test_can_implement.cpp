@@ -77,6 +77,15 @@ int main() {
     CHECK(Fmha::can_implement(a).ok(), "seqlen_q != seqlen_k");
   }
   {
+    // Asking for LSE steers the heuristic away from the warp-specialized instance, which cannot write it.
+    auto a = valid_fp8();
+    a.lse = reinterpret_cast<float*>(0x600000);
+    CHECK(Fmha::can_implement(a).ok(), "lse: " + Fmha::can_implement(a).to_string());
+    CHECK(!contains(selected(a), "_ws"), "LSE must not select a warp-specialized instance: " + selected(a));
+    a.kernel_name = selected(valid_fp8());
+    expect_error(a, StatusCode::kErrorNotSupported, "lse was requested", "forced ws instance with LSE");
+  }
+  {
     auto a = valid_fp8(2, 8, 8192, 128, true);
     CHECK(contains(selected(a), "strided_causal"), "causal instance: " + selected(a));
   }

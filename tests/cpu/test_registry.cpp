@@ -27,6 +27,7 @@ int main() {
     CHECK(op.launch_warps >= op.warps, op.name + ": launched warps below requested");
     CHECK(op.shared_bytes > 0 && op.shared_bytes <= 232448, op.name + ": shared memory " + std::to_string(op.shared_bytes));
     CHECK(op.v_transposed == (op.qk_type == DataType::kE4M3), op.name + ": FP8 reads V^T");
+    CHECK(op.writes_lse == !op.warp_specialized, op.name + ": LSE capability");
     CHECK(library::find_fmha_operation(op.name) == &op, "find " + op.name);
   }
   CHECK(library::find_fmha_operation("fp8attn_sm90_fmha_fwd_nothing") == nullptr, "find of a missing name");
