@@ -49,6 +49,17 @@ bool open_device(cudaDeviceProp* prop) {
   return true;
 }
 
+// --list needs no GPU: the registry is compiled into the library.
+void print_operations(std::string const& filter) {
+  std::printf("# %zu attention instances compiled with triton %s\n", fp8attn::library::fmha_operations().size(),
+              fp8attn::library::triton_version());
+  std::printf("%-84s %12s %13s %4s\n", "operation", "launch_warps", "shared_bytes", "lse");
+  for (fp8attn::library::FmhaDescription const& d : fp8attn::library::fmha_operations()) {
+    if (!fp8attn::library::matches_filter(d.name, filter)) continue;
+    std::printf("%-84s %12d %13d %4s\n", d.name.c_str(), d.launch_warps, d.shared_bytes, d.writes_lse ? "yes" : "no");
+  }
+}
+
 int operation_width() {
   size_t width = 24;
   for (fp8attn::library::FmhaDescription const& d : fp8attn::library::fmha_operations()) {
@@ -69,6 +80,10 @@ int main(int argc, char** argv) {
   }
   if (options.help) {
     std::fputs(usage().c_str(), stdout);
+    return kExitOk;
+  }
+  if (options.list) {
+    print_operations(options.kernels);
     return kExitOk;
   }
   std::vector<ProblemSpec> const problems = enumerate_problems(options);

@@ -151,6 +151,10 @@ Options parse_options(int argc, char const* const* argv) {
       o.help = true;
       continue;
     }
+    if (arg == "--list") {
+      o.list = true;
+      continue;
+    }
     if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "' (flags look like --name=value)");
     std::string name, value;
     size_t const eq = arg.find('=');
@@ -266,6 +270,7 @@ Problem flags (comma lists and start:end:step ranges, end inclusive; the cartesi
                               --layout combine with it.
 
 Kernels and providers:
+  --list                      print the compiled instances (those matching --kernels) and exit; needs no GPU
   --kernels=FILTER            only instances whose names match (',' = OR, '*' = ordered substrings). With a
                               filter, every matching instance of --dtype gets a row (not_supported when
                               can_implement refuses); without one, only instances that can run the problem.

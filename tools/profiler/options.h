@@ -33,6 +33,7 @@ struct ProblemAxes {
 
 struct Options {
   bool help = false;
+  bool list = false;              ///< --list: print the compiled instances (filtered by --kernels) and exit
   std::string operation = "fmha";
   std::string kernels;            ///< CUTLASS filter over kernel names; empty: every instance that can run
   std::string suite;              ///< "" or "standard"
