@@ -291,6 +291,7 @@ Status FmhaFwd::initialize(Arguments const& args, void* workspace, StreamHandle)
     }
   }
   args_ = args;
+  instance_ = instance;
   workspace_ = workspace;
   kernel_name_ = instance->name;
   initialized_ = true;
@@ -300,8 +301,7 @@ Status FmhaFwd::initialize(Arguments const& args, void* workspace, StreamHandle)
 Status FmhaFwd::run(StreamHandle stream) {
   if (!initialized_) return Status(StatusCode::kErrorNotInitialized, "run() called before a successful initialize()");
   if (args_.problem.batch == 0 || args_.problem.seqlen_q == 0) return Status::success();  // nothing to write
-  KernelInstance const* instance = nullptr;
-  if (Status s = detail::select_instance(args_, &instance); !s) return s;
+  auto const* instance = static_cast<KernelInstance const*>(instance_);
   fp8attn::detail::CudaDriver const* driver = nullptr;
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
   return detail::launch(*driver, args_, *instance, detail::plan_workspace(args_, *instance), workspace_, stream);

@@ -94,6 +94,7 @@ class FmhaFwd {
 
  private:
   Arguments args_;
+  void const* instance_ = nullptr;  ///< the selected compiled instance (opaque: an internal registry record)
   void* workspace_ = nullptr;
   std::string kernel_name_;
   bool initialized_ = false;
