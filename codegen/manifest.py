@@ -8,7 +8,8 @@ FP8 (e4m3 Q, K, V; P rounded per tile; two-level accumulation; bf16 out)
     Triton 3.6's Hopper warp specialization gave NaN or wrong results as soon as a masked tile ran in the
     same kernel (causal diagonal, seqlen tail), so this instance has no masked path at all.
   * 128x128 w8 s3 for everything else (any length, causal): 661 non-causal / 599 causal. w4 s2 without
-    warp specialization: 516 / 485. w4 s3 with warp specialization: out of shared memory.
+    warp specialization: 516 / 485. w4 s3 with warp specialization: out of shared memory with a masked
+    loop; without one (evenn) it compiles but returns wrong results (profiler: incorrect; 733 TFLOP/s).
   * D=256: 128x128 w8 s2 (506 / 544); s3 does not fit in shared memory with a 128x256 Q tile.
   * D=64: 128x128 w8 s3.
 BF16 (baseline and fallback path; V read in the caller's layout)
