@@ -18,6 +18,8 @@ FP8 specifics (see CONVENTIONS.md section 3):
 Warp specialization (WARP_SPECIALIZE, Triton 3.6 on Hopper) needs TMA loads, hence device-side tensor
 descriptors, and it is only correct when no masked tile runs in the kernel (docs/perf/NOTES.md): the
 manifest uses it with EVEN_N (non-causal, seqlen_k % BLOCK_N == 0), which compiles no masked path at all.
+It also hands a wrong frame f_i out of the loop (O is right, LSE is not), so the runtime never asks a
+warp-specialized instance for LSE.
 
 Causal masking is bottom-right aligned: query row i sees keys j <= i + (seqlen_k - seqlen_q). A query row
 that sees no key at all gets O = 0 and LSE = -inf.
