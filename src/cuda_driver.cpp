@@ -24,7 +24,8 @@ Status load(CudaDriver* d) {
   bool ok = load_symbol(lib, "cuInit", &d->cuInit) && load_symbol(lib, "cuGetErrorString", &d->cuGetErrorString) &&
             load_symbol(lib, "cuCtxGetCurrent", &d->cuCtxGetCurrent) &&
             load_symbol(lib, "cuCtxSetCurrent", &d->cuCtxSetCurrent) &&
-            load_symbol(lib, "cuCtxGetDevice", &d->cuCtxGetDevice) && load_symbol(lib, "cuDeviceGet", &d->cuDeviceGet) &&
+            load_symbol(lib, "cuCtxGetDevice", &d->cuCtxGetDevice) && load_symbol(lib, "cuCtxGetId", &d->cuCtxGetId) &&
+            load_symbol(lib, "cuDeviceGet", &d->cuDeviceGet) &&
             load_symbol(lib, "cuDeviceGetAttribute", &d->cuDeviceGetAttribute) &&
             load_symbol(lib, "cuDevicePrimaryCtxRetain", &d->cuDevicePrimaryCtxRetain) &&
             load_symbol(lib, "cuModuleLoadData", &d->cuModuleLoadData) &&
@@ -34,7 +35,7 @@ Status load(CudaDriver* d) {
             load_symbol(lib, "cuMemsetD32Async", &d->cuMemsetD32Async);
   if (!ok) {
     return Status(StatusCode::kErrorCudaDriver,
-                  "the CUDA driver lacks a required entry point (cuLaunchKernelEx needs driver >= 520)");
+                  "the CUDA driver lacks a required entry point (cuCtxGetId needs a CUDA 12 driver, >= 525)");
   }
   CUresult r = d->cuInit(0);
   if (r != CUDA_SUCCESS) return driver_error(*d, r, "cuInit");

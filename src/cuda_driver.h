@@ -16,6 +16,7 @@ struct CudaDriver {
   decltype(&::cuCtxGetCurrent) cuCtxGetCurrent;
   decltype(&::cuCtxSetCurrent) cuCtxSetCurrent;
   decltype(&::cuCtxGetDevice) cuCtxGetDevice;
+  decltype(&::cuCtxGetId) cuCtxGetId;
   decltype(&::cuDeviceGet) cuDeviceGet;
   decltype(&::cuDeviceGetAttribute) cuDeviceGetAttribute;
   decltype(&::cuDevicePrimaryCtxRetain) cuDevicePrimaryCtxRetain;

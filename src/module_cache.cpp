@@ -26,13 +26,17 @@ Status check_device(CudaDriver const& d) {
 }  // namespace
 
 Status get_function(CudaDriver const& d, KernelInstance const& instance, CUfunction* function) {
+  // Keyed by the context's unique ID, not its pointer: a destroyed context's address can be reused by a
+  // new one, whose modules are not loaded.
   static std::mutex mutex;
-  static std::map<std::pair<CUcontext, KernelInstance const*>, CUfunction> functions;
+  static std::map<std::pair<unsigned long long, KernelInstance const*>, CUfunction> functions;
 
   CUcontext context = nullptr;
   if (Status s = current_context(d, &context); !s) return s;
+  unsigned long long context_id = 0;
+  if (CUresult r = d.cuCtxGetId(context, &context_id); r != CUDA_SUCCESS) return driver_error(d, r, "cuCtxGetId");
   std::lock_guard<std::mutex> lock(mutex);
-  auto key = std::make_pair(context, &instance);
+  auto key = std::make_pair(context_id, &instance);
   if (auto it = functions.find(key); it != functions.end()) {
     *function = it->second;
     return Status::success();
