@@ -1,15 +1,71 @@
 #pragma once
-// The registry of compiled operations, keyed by procedural kernel name (CUTLASS library style).
+// The library of compiled operations (CUTLASS library style): every kernel instance of the build, of every
+// operation kind and kernel family, behind one type-erased `Operation` interface and keyed by its
+// procedural name. Tools (the profiler), tests and bindings iterate over it; the device-level handles
+// (fmha::device::FmhaFwd, ...) are the typed way in.
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fp8attn/status.h"
 #include "fp8attn/types.h"
 
 namespace fp8attn::library {
 
-/// What one compiled attention instance implements; every field is also spelled out in its name.
+/// What an operation computes. Each kind has its own Arguments type (see Operation).
+enum class OperationKind {
+  kFmhaFwd,     ///< attention forward; arguments: fmha::device::FmhaFwd::Arguments
+  kTransposeV,  ///< V [b, s, h, d] -> V^T [b, h, d, s] for the FP8 P.V operand; arguments: fmha::TransposeVArguments
+};
+
+/// Which compiler front end produced the kernel.
+enum class KernelFamily {
+  kTriton,  ///< triton.language, compiled with triton.compile(ASTSource)
+  kGluon,   ///< triton.experimental.gluon, compiled with triton.compile(GluonASTSource)
+};
+
+char const* to_string(OperationKind kind);  ///< "fmha_fwd", "transpose_v"
+char const* to_string(KernelFamily family);  ///< "triton", "gluon"
+std::optional<OperationKind> parse_operation_kind(std::string_view name);
+
+/// What every operation states about itself.
+struct OperationDescription {
+  std::string name;           ///< procedural name, the key everywhere
+  OperationKind kind;
+  KernelFamily family;
+  DataType input_type;        ///< element type read (Q/K/V for attention, V for the transpose)
+  DataType accumulator_type;  ///< f32 for attention; the input type for data movement
+  DataType output_type;
+  int launch_warps;           ///< warps launched per CTA (warp specialization adds partitions)
+  int shared_bytes;           ///< dynamic shared memory per CTA
+  std::string summary;        ///< one line for listings, e.g. "attention forward, 128x128 tile, D=128, causal"
+};
+
+/// One compiled operation. `arguments` points at the kind's Arguments type (OperationKind says which);
+/// the operation runs exactly its own kernel (no heuristic).
+class Operation {
+ public:
+  virtual ~Operation() = default;
+  virtual OperationDescription const& description() const = 0;
+  /// Whether this instance can run `arguments`; the message names the argument and value when not.
+  virtual Status can_implement(void const* arguments) const = 0;
+  /// Bytes of device workspace run() needs (0 when the arguments are invalid).
+  virtual size_t get_workspace_size(void const* arguments) const = 0;
+  /// Validates, then launches on `stream` (asynchronous).
+  virtual Status run(void const* arguments, void* workspace, StreamHandle stream) const = 0;
+};
+
+/// Every operation of this build, of every kind, in manifest order.
+std::vector<Operation const*> const& operations();
+/// The operations of one kind, in manifest order.
+std::vector<Operation const*> operations(OperationKind kind);
+/// The operation with this exact name, or nullptr.
+Operation const* find_operation(std::string_view name);
+
+/// The attention-specific fields of an kFmhaFwd operation; every field is also spelled out in its name.
 struct FmhaDescription {
   std::string name;
   DataType qk_type;
@@ -19,7 +75,7 @@ struct FmhaDescription {
   int block_m;
   int block_n;
   int head_dim;
-  int warps;             ///< num_warps requested at compile time (the name's w<N>)
+  int warps;              ///< num_warps requested at compile time (the name's w<N>)
   int stages;
   bool causal;
   bool warp_specialized;  ///< schedule "ws"
@@ -28,11 +84,12 @@ struct FmhaDescription {
   bool writes_lse;        ///< can return LSE (not the warp-specialized instances: Triton 3.6 loses it)
   int launch_warps;       ///< warps actually launched (warp specialization adds partitions)
   int shared_bytes;       ///< dynamic shared memory per CTA
+  KernelFamily family;
 };
 
 /// Every attention instance compiled into this build, in manifest order.
 std::vector<FmhaDescription> const& fmha_operations();
-/// The instance with this exact name, or nullptr.
+/// The attention instance with this exact name, or nullptr.
 FmhaDescription const* find_fmha_operation(std::string_view name);
 
 /// CUTLASS filter semantics: ',' separates alternatives (OR); inside one alternative '*' splits it into
