@@ -2,7 +2,10 @@
 # cubin and embedded in a generated .cpp by its own build step (parallel and incremental; the compiler also
 # skips an instance whose cache key is unchanged). Sets FP8ATTN_KERNEL_SOURCES.
 
-set(FP8ATTN_GENERATED_DIR ${PROJECT_BINARY_DIR}/kernels)
+# FP8ATTN_KERNEL_DIR: where cubins and their generated .cpp live. A second build tree (the sanitizer build in CI)
+# can point at the first one's folder: instances whose cache key is unchanged are not recompiled.
+set(FP8ATTN_KERNEL_DIR "${PROJECT_BINARY_DIR}/kernels" CACHE PATH "Folder of the compiled kernel instances")
+set(FP8ATTN_GENERATED_DIR ${FP8ATTN_KERNEL_DIR})
 set(_list_args "--filter=${FP8ATTN_KERNELS}")
 if(FP8ATTN_ALL_KERNELS)
   list(APPEND _list_args --all)
