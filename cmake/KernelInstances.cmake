@@ -20,12 +20,15 @@ string(REPLACE "\n" ";" FP8ATTN_KERNEL_NAMES "${_names}")
 list(LENGTH FP8ATTN_KERNEL_NAMES _count)
 message(STATUS "fp8attn: ${_count} kernel instances selected (FP8ATTN_KERNELS='${FP8ATTN_KERNELS}')")
 
-# Reconfigure when the manifest changes, so the instance list stays the manifest's.
+# Reconfigure when the manifest or an operation module changes, so the instance list stays the manifest's.
+file(GLOB _operation_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/codegen/operations/*.py)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-             ${PROJECT_SOURCE_DIR}/codegen/manifest.py ${PROJECT_SOURCE_DIR}/codegen/kernel_name.py)
+             ${PROJECT_SOURCE_DIR}/codegen/manifest.py ${_operation_sources})
 
-file(GLOB _kernel_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.py)
-file(GLOB _codegen_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/codegen/*.py)
+# Every step depends on every kernel and codegen source; aot_compile.py's per-instance cache key (its own
+# kernel module and imports) decides what is actually recompiled.
+file(GLOB_RECURSE _kernel_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.py)
+file(GLOB_RECURSE _codegen_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/codegen/*.py)
 set(FP8ATTN_KERNEL_SOURCES)
 foreach(name IN LISTS FP8ATTN_KERNEL_NAMES)
   set(_cpp ${FP8ATTN_GENERATED_DIR}/${name}.cpp)
@@ -38,6 +41,18 @@ foreach(name IN LISTS FP8ATTN_KERNEL_NAMES)
     VERBATIM)
   list(APPEND FP8ATTN_KERNEL_SOURCES ${_cpp})
 endforeach()
+
+# The launch-parameter structs of every kernel (codegen/params.py), included by src/ as
+# "generated/kernel_params.h".
+set(FP8ATTN_GENERATED_INCLUDE_DIR ${PROJECT_BINARY_DIR}/include_generated)
+set(_params_header ${FP8ATTN_GENERATED_INCLUDE_DIR}/generated/kernel_params.h)
+add_custom_command(
+  OUTPUT ${_params_header}
+  COMMAND ${FP8ATTN_PYTHON} ${PROJECT_SOURCE_DIR}/codegen/emit_params.py --out ${_params_header}
+  DEPENDS ${_codegen_sources}
+  COMMENT "fp8attn kernel parameter structs"
+  VERBATIM)
+list(APPEND FP8ATTN_KERNEL_SOURCES ${_params_header})  # a header: listed so that it is generated first
 
 set(_registry ${FP8ATTN_GENERATED_DIR}/registry.cpp)
 add_custom_command(

@@ -2,10 +2,12 @@
 
     python codegen/aot_compile.py --name <kernel name> --out <dir> [--dump sass|ptx|ttgir|llir]
 
-Writes <out>/<name>.cubin, .json (metadata and kernel parameter list), .ptx, .ttgir and <name>.cpp (the
-cubin embedded as a KernelInstance for the C++ registry). An instance is recompiled only when its cache
-key (kernel sources, this compiler's sources, configuration, Triton version) changed. FP8 instances must
-contain QGMMA (FP8 wgmma) in their SASS, or the build fails: HMMA alone means a slow path.
+Writes <out>/<name>.cubin, .json (metadata and kernel parameter list), .ptx, .ttgir, .llir and <name>.cpp
+(the cubin embedded as a KernelInstance for the C++ registry). The instance's operation module
+(operations/) gives its kernel, parameters and checks; its family module (families/) compiles it. An
+instance is recompiled only when its cache key changed: its own kernel module and what that imports, the
+compiler code it goes through, its configuration and the Triton version. Each operation checks the SASS
+(FP8 attention must contain QGMMA), and the PTX parameter list must equal the declared one.
 """
 
 import argparse
@@ -24,17 +26,47 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "kernels"))
 
 import manifest  # noqa: E402
-from kernel_name import FmhaConfig, TransposeConfig  # noqa: E402
-from kernel_signature import kernel_signature  # noqa: E402
+import params as kernel_params  # noqa: E402
+from families import FAMILIES  # noqa: E402
+from operations import module_of  # noqa: E402
 
 PINNED_TRITON = "3.6.0"
 TARGET_ARCH = 90
 
 
+def kernel_sources(module_name):
+    """The kernel module's file and, transitively, every module under kernels/ it imports (read with ast, so
+    the key is computed without importing Triton). Editing one kernel recompiles only its own instances."""
+    import ast
+
+    root = ROOT / "kernels"
+    seen, todo = [], [module_name]
+    while todo:
+        name = todo.pop()
+        path = root / (name.replace(".", "/") + ".py")
+        if not path.exists():
+            path = root / name.replace(".", "/") / "__init__.py"
+        if not path.exists() or path in seen:
+            continue  # not ours (triton, the standard library)
+        seen.append(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                todo += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                todo.append(node.module)
+                todo += [f"{node.module}.{a.name}" for a in node.names]  # "from pkg import module"
+    return sorted(seen)
+
+
 def cache_key(name, config, triton_version):
+    """What an instance's cubin depends on: its kernel sources, the compiler's own code, its configuration."""
+    operation = module_of(config)
+    module_name = operation.kernel_of(config)[0]
+    compiler = [Path(__file__), HERE / "params.py", Path(operation.__file__),
+                Path(FAMILIES[config.family].__file__)]
     h = hashlib.sha256()
-    for path in sorted(list((ROOT / "kernels").glob("*.py")) + list(HERE.glob("*.py"))):
-        h.update(path.name.encode())
+    for path in kernel_sources(module_name) + compiler:
+        h.update(str(path.relative_to(ROOT)).encode())
         h.update(path.read_bytes())
     h.update(repr(config).encode())
     h.update(name.encode())
@@ -54,91 +86,104 @@ def sass_of(cubin_path):
 
 
 def ptx_params(ptx, function):
-    """Types of the .entry parameters in order, e.g. ['u64', 'u32', 'f32', ...]."""
+    """Types of the .entry parameters in order, e.g. ['u64', 'u32', 'f32', ...]; a 128-byte by-value
+    parameter (`.param .align 64 .b8 name[128]`, a host TMA descriptor) reads 'tensormap'."""
     m = re.search(rf"\.entry\s+{re.escape(function)}\s*\((.*?)\)", ptx, re.S)
     if not m:
         raise RuntimeError(f"no .entry {function} in the PTX")
-    return re.findall(r"\.param\s+\.(\w+)", m.group(1))
+    out = []
+    for decl in re.findall(r"\.param\s+([^,]*)", m.group(1)):
+        if re.search(r"\.b8\s+\w+\[128\]", decl):
+            out.append("tensormap")
+        else:
+            out.append(re.match(r"\.(\w+)", decl).group(1))
+    return out
 
 
 def compile_instance(name, out_dir):
+    import importlib
+
     import triton
     from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
 
     if triton.__version__ != PINNED_TRITON:
         raise SystemExit(f"triton=={triton.__version__} found; fp8attn compiles with triton=={PINNED_TRITON} "
                          "(cubin metadata and parameter expansion change between releases)")
     config = manifest.find(name)
-    sig = kernel_signature(config)
-    src = ASTSource(fn=sig.fn, signature=sig.signature, constexprs=sig.constexprs, attrs=sig.attrs)
-    options = {"num_warps": sig.num_warps, "num_stages": sig.num_stages}
-    compiled = triton.compile(src, target=GPUTarget("cuda", TARGET_ARCH, 32), options=options)
+    operation = module_of(config)
+    module_name, function, params, _ = operation.kernel_of(config)
+    fn = getattr(importlib.import_module(module_name), function)
+    params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
+    signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
+    compiled = FAMILIES[config.family].compile(fn, signature, constexprs, attrs, num_warps, num_stages,
+                                               GPUTarget("cuda", TARGET_ARCH, 32))
     md = compiled.metadata
 
     if md.profile_scratch_size:
         raise RuntimeError(f"{name}: needs profile scratch ({md.profile_scratch_size} B); not supported")
     cubin_path = out_dir / f"{name}.cubin"
     cubin_path.write_bytes(compiled.asm["cubin"])
-    (out_dir / f"{name}.ptx").write_text(compiled.asm["ptx"])
-    (out_dir / f"{name}.ttgir").write_text(compiled.asm["ttgir"])
-    (out_dir / f"{name}.llir").write_text(compiled.asm["llir"])
+    for form in ("ptx", "ttgir", "llir"):
+        (out_dir / f"{name}.{form}").write_text(compiled.asm[form])
 
     sass = sass_of(cubin_path)
-    mma = {op: len(re.findall(rf"\b{op}\b", sass)) for op in ("QGMMA", "HGMMA", "HMMA")}
-    if isinstance(config, FmhaConfig) and config.is_fp8 and mma["QGMMA"] == 0:
-        raise RuntimeError(f"{name}: no QGMMA in SASS ({mma}); the FP8 dots fell back to a slow path")
+    mma = {op: len(re.findall(rf"\b{op}\b", sass)) for op in ("QGMMA", "HGMMA", "HMMA", "IMMA", "IGMMA")}
+    operation.check_sass(config, mma)
 
-    params = ptx_params(compiled.asm["ptx"], md.name)
-    expected = sig.param_types + ["u64", "u64"]  # + global scratch, profile scratch (hidden)
-    if params != expected:
-        raise RuntimeError(f"{name}: kernel parameters {params} differ from the launcher's {expected}")
+    ptx = ptx_params(compiled.asm["ptx"], md.name)
+    expected = kernel_params.ptx_types(params)
+    if ptx != expected:
+        raise RuntimeError(f"{name}: kernel parameters {ptx} differ from the declared list {expected}")
 
     meta = {
         "name": name,
         "function": md.name,
-        "kind": "fmha_fwd" if isinstance(config, FmhaConfig) else "transpose_v",
-        "config": config.__dict__,
+        "operation": operation.NAME,
+        "family": config.family,
+        "config": {k: v for k, v in config.__dict__.items()},
         "num_warps": md.num_warps,  # warps launched (warp specialization adds partitions)
         "num_ctas": md.num_ctas,
         "shared": md.shared,
         "global_scratch_size": md.global_scratch_size,
         "global_scratch_align": md.global_scratch_align,
         "triton_version": triton.__version__,
-        "params": sig.param_names,
-        "param_types": params,
-        "divisible_by_16": sig.divisible_names,
+        "params": [p.name for p in params],
+        "param_types": ptx,
+        "divisible_by_16": [p.name for p in params if p.divisible_by_16],
         "sass_mma_counts": mma,
     }
     (out_dir / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
     return meta
 
 
+_CPP_KIND = {"fmha_fwd": "kFmhaFwd", "transpose_v": "kTransposeV"}
+_CPP_FAMILY = {"triton": "kTriton", "gluon": "kGluon"}
+
+
 def emit_cpp(meta, cubin, out_path):
-    """The instance as C++: cubin bytes plus a KernelInstance record (see src/kernel_instance.h)."""
-    c = meta["config"]
+    """The instance as C++: cubin bytes, its configuration record and a KernelInstance
+    (src/runtime/kernel_instance.h) pointing at both."""
+    config = manifest.find(meta["name"])
+    operation = module_of(config)
+    config_type, config_init = operation.cpp_config(config)
     cname = meta["name"]
     hex_rows = []
     for i in range(0, len(cubin), 24):
         hex_rows.append("  " + "".join(f"0x{b:02x}," for b in cubin[i:i + 24]))
-    if meta["kind"] == "fmha_fwd":
-        fields = (f"KernelKind::kFmhaFwd, {c['head_dim']}, {c['block_m']}, {c['block_n']}, {c['warps']}, "
-                  f"{c['stages']}, {str(c['causal']).lower()}, {str(c['warp_specialized']).lower()}, "
-                  f"{str(c['even_n']).lower()}, \"{c['qk_type']}\", \"{c['v_type']}\", \"{c['acc_type']}\", "
-                  f"\"{c['out_type']}\"")
-    else:
-        fields = (f"KernelKind::kTransposeV, {c['head_dim']}, {c['block_s']}, 0, {c['warps']}, 0, false, false, "
-                  f"false, \"{c['dtype']}\", \"{c['dtype']}\", \"\", \"{c['dtype']}\"")
     out_path.write_text(
         "// Generated by codegen/aot_compile.py from the manifest. Do not edit; do not commit.\n"
-        '#include "kernel_instance.h"\n\n'
+        '#include "runtime/kernel_instance.h"\n'
+        f'#include "{operation.CPP_HEADER}"\n\n'
         "namespace fp8attn::detail {\nnamespace {\n"
-        f"alignas(16) const unsigned char kCubin[] = {{\n" + "\n".join(hex_rows) + "\n};\n}  // namespace\n\n"
+        f"alignas(16) const unsigned char kCubin[] = {{\n" + "\n".join(hex_rows) + "\n};\n"
+        f"const {config_type} kConfig = {config_init};\n"
+        "}  // namespace\n\n"
         f"extern const KernelInstance kInstance_{cname};\n"
         f"const KernelInstance kInstance_{cname} = {{\n"
         f"  \"{cname}\", \"{meta['function']}\", kCubin, sizeof(kCubin),\n"
-        f"  {meta['num_warps']}, {meta['shared']}, {meta['global_scratch_size']}, "
-        f"{meta['global_scratch_align']},\n  {fields}}};\n\n"
+        f"  {meta['num_warps']}, {meta['shared']}, {meta['global_scratch_size']}, {meta['global_scratch_align']},\n"
+        f"  library::OperationKind::{_CPP_KIND[meta['operation']]}, library::KernelFamily::{_CPP_FAMILY[meta['family']]},\n"
+        f"  &kConfig}};\n\n"
         "}  // namespace fp8attn::detail\n")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import manifest  # noqa: E402
-from kernel_name import name_of  # noqa: E402
+from operations import name_of  # noqa: E402
 
 
 def main():
@@ -19,7 +19,7 @@ def main():
     ap.add_argument("--all", action="store_true", help="select from the full set, not the default set")
     args = ap.parse_args()
     selected = manifest.instances(args.filter, args.all)
-    if not any(name_of(c).startswith("fp8attn_sm90_fmha") for c in selected):
+    if not any(c.operation == "fmha_fwd" for c in selected):
         sys.exit(f"FP8ATTN_KERNELS={args.filter!r} selects no attention kernel")
     print("\n".join(name_of(c) for c in selected))
 

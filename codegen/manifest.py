@@ -16,9 +16,14 @@ BF16 (baseline and fallback path; V read in the caller's layout)
   * 128x128 w8 s2 for D <= 128 and 128x64 w8 s2 for D=256 (shared memory).
 
 The full set (FP8ATTN_ALL_KERNELS=ON) adds the runners-up above, for the profiler and for tuning.
+
+A row is a configuration: its type says which operation it implements (operations/), its `family` field
+which front end compiles it (families/). Helper instances an operation needs (the V transpose of each FP8
+head dim) are declared by the operation (`requires`) and added to any selection that needs them.
 """
 
-from kernel_name import FmhaConfig, TransposeConfig, name_of
+from operations import module_of, name_of
+from operations.fmha_fwd import FmhaConfig
 
 HEAD_DIMS = (64, 128, 256)
 
@@ -41,7 +46,6 @@ def _default_instances():
             _fmha("bf16", 128, 128, 128, 8, 2, causal),
             _fmha("bf16", 256, 128, 64, 8, 2, causal),
         ]
-    rows += [TransposeConfig("u8", 128, d, 4) for d in HEAD_DIMS]
     return rows
 
 
@@ -64,22 +68,35 @@ DEFAULT = _default_instances()
 ALL = DEFAULT + _extra_instances()
 
 
+def _with_requirements(chosen, pool):
+    out = list(chosen)
+    for config in chosen:
+        for needed in module_of(config).requires(config):
+            if needed not in out:
+                out.append(needed)
+    return out
+
+
 def instances(filter_text="", all_kernels=False):
-    """Configurations selected by a CUTLASS-style filter; the V transposes are kept whenever an FP8
-    instance of their head dim is selected, because those instances cannot run without them."""
+    """Configurations selected by a CUTLASS-style filter, plus the helper instances they require (the V
+    transposes of the FP8 head dims), which the filter does not need to name."""
     from kernel_filter import matches_filter
 
     pool = ALL if all_kernels or filter_text else DEFAULT
-    chosen = [c for c in pool if isinstance(c, FmhaConfig) and matches_filter(name_of(c), filter_text)]
-    fp8_dims = {c.head_dim for c in chosen if c.is_fp8}
-    chosen += [c for c in pool if isinstance(c, TransposeConfig) and c.head_dim in fp8_dims]
+    chosen = [c for c in pool if matches_filter(name_of(c), filter_text)]
+    chosen = _with_requirements(chosen, pool)
     names = [name_of(c) for c in chosen]
     assert len(set(names)) == len(names), "duplicate kernel names in the manifest"
     return chosen
 
 
+def every_instance():
+    """The full manifest with every helper instance, e.g. for looking a name up."""
+    return _with_requirements(ALL, ALL)
+
+
 def find(name):
-    for c in ALL:
+    for c in every_instance():
         if name_of(c) == name:
             return c
     raise KeyError(f"kernel {name!r} is not in the manifest")

@@ -17,12 +17,14 @@ sys.path.insert(0, str(ROOT / "kernels"))
 
 import manifest  # noqa: E402
 from kernel_filter import matches_filter  # noqa: E402
-from kernel_name import FmhaConfig, TransposeConfig, name_of, parse_name  # noqa: E402
+from operations import OPERATIONS, name_of, parse_name  # noqa: E402
+from operations.fmha_fwd import FmhaConfig  # noqa: E402
+from operations.transpose_v import TransposeConfig  # noqa: E402
 
 
 class KernelNames(unittest.TestCase):
     def test_every_instance_round_trips(self):
-        for config in manifest.ALL:
+        for config in manifest.every_instance():
             name = name_of(config)
             self.assertEqual(parse_name(name), config, name)
             self.assertEqual(name_of(parse_name(name)), name)
@@ -32,6 +34,9 @@ class KernelNames(unittest.TestCase):
         self.assertEqual(name_of(c), "fp8attn_sm90_fmha_fwd_e4m3_e4m3_f32_bf16_128x64x256_w8_s3_strided_causal_ws")
         t = TransposeConfig("u8", 64, 128, 4)
         self.assertEqual(name_of(t), "fp8attn_sm90_transpose_v_u8_64x128_w4")
+        g = FmhaConfig("e4m3", "e4m3", "f32", "bf16", 128, 128, 128, 8, 2, True, family="gluon")
+        self.assertEqual(name_of(g), "fp8attn_sm90_fmha_fwd_e4m3_e4m3_f32_bf16_128x128x128_w8_s2_strided_causal_gluon")
+        self.assertEqual(parse_name(name_of(g)), g)
 
     def test_bad_names_are_rejected_with_the_name(self):
         for bad in ["", "fp8attn_sm90_fmha_fwd", "cutlass3x_sm90_tensorop_gemm",
@@ -40,6 +45,66 @@ class KernelNames(unittest.TestCase):
             with self.assertRaises(ValueError) as err:
                 parse_name(bad)
             self.assertIn(repr(bad), str(err.exception))
+
+
+class Parameters(unittest.TestCase):
+    """The one parameter list per kernel: it must match the kernel's own signature, and what is generated
+    from it (PTX check, C++ packing) must follow its order."""
+
+    def test_lists_match_the_kernels(self):
+        import importlib
+
+        import params
+
+        for op in OPERATIONS.values():
+            for family, (module, function, plist, struct) in op.KERNELS.items():
+                with self.subTest(op=op.NAME, family=family):
+                    fn = getattr(importlib.import_module(module), function)
+                    config = next(c for c in manifest.every_instance()
+                                  if c.operation == op.NAME and c.family == family)
+                    _, types, constexprs, _, _ = op.compile_spec(config)
+                    params.check_against_kernel(fn, plist, constexprs)
+                    signature, attrs = params.triton_signature(fn, plist, types, constexprs)
+                    self.assertEqual([n for n, t in signature.items() if t != "constexpr"], [p.name for p in plist])
+
+    def test_a_swapped_list_is_caught(self):
+        import importlib
+
+        import params
+        from operations import fmha_fwd
+
+        module, function, plist, _ = fmha_fwd.KERNELS["triton"]
+        fn = getattr(importlib.import_module(module), function)
+        swapped = list(plist)
+        i = [p.name for p in swapped].index("stride_qs")
+        swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+        _, _, constexprs, _, _ = fmha_fwd.compile_spec(manifest.DEFAULT[0])
+        with self.assertRaises(AssertionError):
+            params.check_against_kernel(fn, swapped, constexprs)
+
+    def test_cpp_struct_packs_in_list_order(self):
+        import params
+        from operations import fmha_fwd
+
+        _, _, plist, struct = fmha_fwd.KERNELS["triton"]
+        text = params.cpp_struct(struct, plist, "test")
+        packed = re.findall(r"pack\.\w+\((\w+)\);", text)
+        self.assertEqual(packed[:len(plist)], [p.name for p in plist])
+        self.assertEqual(packed[len(plist):], ["global_scratch", "nullptr"])  # + profile scratch
+        self.assertEqual(params.ptx_types([params.Param("d", "tensordesc", rank=2)]),
+                         ["tensormap", "u32", "u32", "u64", "u64", "u64", "u64"])
+
+
+class CacheKeys(unittest.TestCase):
+    def test_each_instance_is_keyed_on_its_own_kernel_module(self):
+        from aot_compile import kernel_sources
+
+        fmha = [p.relative_to(ROOT).as_posix() for p in kernel_sources("fmha_fwd.fmha_fwd_triton")]
+        transpose = [p.relative_to(ROOT).as_posix() for p in kernel_sources("transpose_v.transpose_v_triton")]
+        self.assertIn("kernels/fmha_fwd/fmha_fwd_triton.py", fmha)
+        self.assertIn("kernels/common/numerics.py", fmha, "what the kernel imports is part of its key")
+        self.assertNotIn("kernels/transpose_v/transpose_v_triton.py", fmha)
+        self.assertEqual(transpose, ["kernels/transpose_v/transpose_v_triton.py"])
 
 
 class Filters(unittest.TestCase):
@@ -92,8 +157,9 @@ class GeneratedKernels(unittest.TestCase):
         self.assertTrue(self.names, "registry.cpp lists no instance")
 
     def test_metadata_and_sass(self):
+        import params
         from aot_compile import sass_of
-        from kernel_signature import kernel_signature
+        from operations import module_of
 
         for name in self.names:
             with self.subTest(name=name):
@@ -106,7 +172,8 @@ class GeneratedKernels(unittest.TestCase):
                 self.assertEqual(meta["num_ctas"], 1)
                 self.assertGreaterEqual(meta["num_warps"], config.warps)
                 self.assertLessEqual(meta["shared"], 232448, "over the sm_90 shared memory limit")
-                self.assertEqual(meta["param_types"], kernel_signature(config).param_types + ["u64", "u64"])
+                plist = module_of(config).kernel_of(config)[2]
+                self.assertEqual(meta["param_types"], params.ptx_types(plist))
                 sass = sass_of(cubin)
                 if isinstance(config, FmhaConfig) and config.is_fp8:
                     self.assertGreater(len(re.findall(r"\bQGMMA\b", sass)), 0, "FP8 instance without QGMMA")

@@ -11,13 +11,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "fp8attn/status.h"
 #include "fp8attn/types.h"
 
 namespace fp8attn::fmha {
+
+namespace detail {
+struct FmhaFwdPlan;
+}
 
 /// A [batch, seqlen, heads, head_dim] operand: pointer plus strides in ELEMENTS (head_dim stride must be 1).
 struct TensorRef {
@@ -78,26 +82,26 @@ class FmhaFwd {
 
   /// Checks every argument against the compiled instances; the message names the argument and value.
   static Status can_implement(Arguments const& args);
-  /// Bytes of device workspace run() needs (V^T staging, TMA descriptor scratch); may be 0.
+  /// Bytes of device workspace run() needs (V^T staging, TMA descriptor scratch); may be 0. Returns 0 for
+  /// arguments can_implement refuses.
   static size_t get_workspace_size(Arguments const& args);
   /// Name of the instance the heuristic (or kernel_name) selects, or the reason none does.
   static Status select_kernel(Arguments const& args, std::string* name);
 
-  /// Validates, selects the instance and loads its module into the current CUDA context.
+  /// Validates, selects the instance, loads its module into the current CUDA context and packs the kernel
+  /// parameters (Arguments become Params once). Pointers in `args` and the workspace must stay valid until
+  /// the last run().
   Status initialize(Arguments const& args, void* workspace, StreamHandle stream = nullptr);
-  /// Launches on `stream` (V transpose first, when needed). Asynchronous.
+  /// Launches on `stream` (V transpose first, when needed). Asynchronous. No validation, no allocation, no
+  /// host-device synchronization: safe to call repeatedly and to capture in a CUDA graph.
   Status run(StreamHandle stream = nullptr);
   Status operator()(Arguments const& args, void* workspace, StreamHandle stream = nullptr);
 
-  /// The instance chosen by initialize().
-  std::string const& kernel_name() const { return kernel_name_; }
+  /// The instance chosen by the last successful initialize() (empty before).
+  char const* kernel_name() const;
 
  private:
-  Arguments args_;
-  void const* instance_ = nullptr;  ///< the selected compiled instance (opaque: an internal registry record)
-  void* workspace_ = nullptr;
-  std::string kernel_name_;
-  bool initialized_ = false;
+  std::shared_ptr<detail::FmhaFwdPlan> plan_;  ///< what run() launches; null until initialize() succeeds
 };
 
 }  // namespace device

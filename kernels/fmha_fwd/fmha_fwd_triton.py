@@ -5,7 +5,7 @@ One program computes one BLOCK_M x HEAD_DIM tile of O for one (batch, head_q):
     S = (Q K^T) * softmax_scale * q_descale * k_descale        (FP32 accumulators)
     P = exp(S - rowmax(S)),  O = (P V) * v_descale / rowsum(P)
 
-FP8 specifics (see CONVENTIONS.md section 3):
+FP8 specifics (docs/CONVENTIONS.md, "FP8 numerics"):
   * Each KV tile's P is rounded to the input type against the tile's OWN row maximum and multiplied by
     2^P_EXPONENT_BIAS before the cast, so that the largest probability of every tile lands near the top of
     e4m3's range. Rounding against the running maximum instead flushes everything below ~2^-9 of it to
@@ -28,16 +28,14 @@ that sees no key at all gets O = 0 and LSE = -inf.
 import triton
 import triton.language as tl
 
-# exp2 domain: exp(x) = exp2(x * log2(e)).
-LOG2E = tl.constexpr(1.4426950408889634)
-LN2 = tl.constexpr(0.6931471805599453)
-# P is stored as p * 2^8 (at most 256 <= 448 = e4m3 max); this moves e4m3's smallest subnormal from
-# 2^-9 to 2^-17 of the tile's row maximum. Exact in binary, undone in FP32 after the MMA.
-P_EXPONENT_BIAS = tl.constexpr(8.0)
-# Finite "minus infinity" for the running maximum, so fully masked rows never compute (-inf) - (-inf).
-NEG_BIG = tl.constexpr(-1.0e30)
-# A tile's P is rounded against its own maximum, but never one more than 2^64 below the running maximum.
-REF_FLOOR = tl.constexpr(64.0)
+from common import numerics
+
+# The constants live in common/numerics.py, shared with the tests' emulation (why each value: see there).
+LOG2E = tl.constexpr(numerics.LOG2E)
+LN2 = tl.constexpr(numerics.LN2)
+P_EXPONENT_BIAS = tl.constexpr(numerics.P_EXPONENT_BIAS)
+NEG_BIG = tl.constexpr(numerics.NEG_BIG)
+REF_FLOOR = tl.constexpr(numerics.REF_FLOOR)
 
 
 @triton.jit
@@ -111,20 +109,23 @@ def fmha_fwd_kernel(
     CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EVEN_N: tl.constexpr,
 ):
-    # Grid: (query blocks, batch * heads_q). Causal rows near the end see the most keys, so the heaviest
-    # blocks are launched first and the short ones fill the tail of the wave.
-    num_m_blocks = tl.num_programs(0)
+    # One-dimensional grid of num_m_blocks * batch * heads_q programs, query blocks fastest: the programs of
+    # one (batch, head) run side by side and share its K and V in L2, and no grid dimension limits batch *
+    # heads (grid y stops at 65535). Causal rows near the end see the most keys, so the heaviest blocks are
+    # launched first and the short ones fill the tail of the wave.
+    num_m_blocks = tl.cdiv(seqlen_q, BLOCK_M)
+    pid = tl.program_id(0)
+    pid_m = pid % num_m_blocks
+    bh = pid // num_m_blocks
     if CAUSAL:
-        pid_m = num_m_blocks - 1 - tl.program_id(0)
-    else:
-        pid_m = tl.program_id(0)
-    bh = tl.program_id(1)
+        pid_m = num_m_blocks - 1 - pid_m
     b = bh // heads_q
     h = bh % heads_q
     h_kv = h // group_size
     start_m = pid_m * BLOCK_M
 
-    # Batch/head offsets in 64 bits: b * stride_b overflows int32 on large caches.
+    # Batch/head offsets in 64 bits (the strides are int64 parameters): b * stride_b passes 2^31 on large
+    # caches and long contexts.
     b64 = b.to(tl.int64)
     q_base = Q + b64 * stride_qb + h.to(tl.int64) * stride_qh
     k_base = K + b64 * stride_kb + h_kv.to(tl.int64) * stride_kh
@@ -143,9 +144,10 @@ def fmha_fwd_kernel(
         v_desc = tl.make_tensor_descriptor(v_base, [seqlen_k, HEAD_DIM], [stride_vs, 1], [BLOCK_N, HEAD_DIM])
     o_desc = tl.make_tensor_descriptor(o_base, [seqlen_q, HEAD_DIM], [stride_os, 1], [BLOCK_M, HEAD_DIM])
 
-    qd = tl.load(q_descale + b * q_descale_stride_b + h_kv * q_descale_stride_h)
-    kd = tl.load(k_descale + b * k_descale_stride_b + h_kv * k_descale_stride_h)
-    vd = tl.load(v_descale + b * v_descale_stride_b + h_kv * v_descale_stride_h)
+    h_kv64 = h_kv.to(tl.int64)
+    qd = tl.load(q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h)
+    kd = tl.load(k_descale + b64 * k_descale_stride_b + h_kv64 * k_descale_stride_h)
+    vd = tl.load(v_descale + b64 * v_descale_stride_b + h_kv64 * v_descale_stride_h)
     qk_scale = softmax_scale * qd * kd * LOG2E
 
     offs_m = start_m + tl.arange(0, BLOCK_M)
@@ -177,14 +179,16 @@ def fmha_fwd_kernel(
             acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n,
                                             qk_scale, causal_offset, seqlen_k, True, CAUSAL, V_TRANSPOSED)
 
-    # O = acc / l * v_descale (the frame cancels); a row that saw no key (l == 0) gets 0.
-    has_keys = l_i > 0.0
-    inv_l = tl.where(has_keys, vd / tl.where(has_keys, l_i, 1.0), 0.0)
+    # O = acc / l * v_descale (the frame cancels). A row that saw no key (l == 0) gets O = 0 and LSE = -inf;
+    # a row whose scores hold NaN has l = NaN and gets NaN in both (NaN fails every comparison, so it is
+    # tested as "not zero" rather than "positive").
+    no_keys = l_i == 0.0
+    inv_l = tl.where(no_keys, 0.0, vd / tl.where(no_keys, 1.0, l_i))
     out = acc * inv_l[:, None]
     o_desc.store([start_m, 0], out.to(O.dtype.element_ty))
     # LSE is [batch, heads_q, seqlen_q] contiguous float32, natural log; write_lse is a runtime flag (part of
     # the mask) so LSE does not double the instances. Warp-specialized instances return a wrong frame f_i out
     # of their loop (Triton 3.6; O is right): the runtime never asks them for LSE.
-    lse = tl.where(has_keys, (f_i + tl.math.log2(tl.where(has_keys, l_i, 1.0))) * LN2, float("-inf"))
+    lse = tl.where(no_keys, float("-inf"), (f_i + tl.math.log2(tl.where(no_keys, 1.0, l_i))) * LN2)
     lse_ptr = LSE + bh.to(tl.int64) * seqlen_q + offs_m
     tl.store(lse_ptr, lse, mask=(offs_m < seqlen_q) & (write_lse != 0))

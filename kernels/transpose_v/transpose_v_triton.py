@@ -2,9 +2,9 @@
 
 Hopper's FP8 wgmma reads both operands K-major. For O = P V the reduction runs over the sequence, so V
 must be sequence-contiguous: V^T of shape [batch, heads_kv, HEAD_DIM, seqlen_pad]. This kernel copies
-the caller's V (any strides) into that layout in the workspace. seqlen_pad rounds seqlen up to 16 so
-every row starts 16-byte aligned; the padding is written with zeros so that no stale or NaN byte can
-ever reach an MMA.
+the caller's V (any strides) into that layout in the workspace. seqlen_pad rounds seqlen up (the runtime's
+kVtSeqAlign, include/fp8attn/fmha/device/transpose_v.h) so every row starts 16-byte aligned; the padding is
+written with zeros so that no stale or NaN byte can ever reach an MMA.
 
 Elements are moved as raw bytes (uint8), so the kernel serves every one-byte input type. head_dim must be
 contiguous in V and the other strides multiples of 16 elements (what the attention kernels need too), so
@@ -24,14 +24,20 @@ def transpose_v_kernel(
 ):
     # One [BLOCK_S, HEAD_DIM] tile per program: 3.7 TB/s on the H200 at 64 or 128 rows. Looping over several
     # tiles per program with software pipelining measured 1.8 TB/s (docs/perf/NOTES.md).
-    pid_s = tl.program_id(0)
-    bh = tl.program_id(1)
+    # One-dimensional grid, sequence blocks fastest (no grid-y limit on batch * heads_kv).
+    num_s_blocks = tl.cdiv(seqlen_pad, BLOCK_S)
+    pid = tl.program_id(0)
+    pid_s = pid % num_s_blocks
+    bh = pid // num_s_blocks
     b = bh // heads_kv
     h = bh % heads_kv
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
+    # 64-bit offsets: strides are int64 parameters and seqlen * stride_vs passes 2^31 on long contexts.
     src = V + b.to(tl.int64) * stride_vb + h.to(tl.int64) * stride_vh
-    tile = tl.load(src + offs_s[:, None] * stride_vs + offs_d[None, :], mask=offs_s[:, None] < seqlen, other=0)
+    rows = offs_s.to(tl.int64)[:, None] * stride_vs
+    tile = tl.load(src + rows + offs_d[None, :], mask=offs_s[:, None] < seqlen, other=0)
     # VT[b, h, d, s] = V[b, s, h, d]; rows of seqlen_pad elements.
     dst = VT + bh.to(tl.int64) * HEAD_DIM * seqlen_pad
-    tl.store(dst + offs_d[:, None] * seqlen_pad + offs_s[None, :], tl.trans(tile), mask=offs_s[None, :] < seqlen_pad)
+    tl.store(dst + offs_d.to(tl.int64)[:, None] * seqlen_pad + offs_s[None, :], tl.trans(tile),
+             mask=offs_s[None, :] < seqlen_pad)

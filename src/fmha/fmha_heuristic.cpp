@@ -10,44 +10,57 @@
 
 namespace fp8attn::fmha::detail {
 
-using fp8attn::detail::KernelKind;
 using fp8attn::detail::kKernelInstances;
 using fp8attn::detail::kNumKernelInstances;
+using library::OperationKind;
 
-bool instance_supports(KernelInstance const& k, FmhaProblem const& p, bool wants_lse, std::string* why) {
-  auto fail = [&](std::string text) {
-    if (why) *why = std::move(text);
+bool instance_supports(KernelInstance const& instance, FmhaProblem const& p, bool wants_lse, std::string* why) {
+  // The message is built only when asked for (why != nullptr): the heuristic calls this on every run.
+  auto fail = [&](auto make_text) {
+    if (why) *why = make_text();
     return false;
   };
-  if (k.kind != KernelKind::kFmhaFwd) return fail("it is not an attention kernel");
+  if (instance.kind != OperationKind::kFmhaFwd) return fail([] { return std::string("it is not an attention kernel"); });
+  FmhaKernelConfig const& k = fmha_config(instance);
   if (k.head_dim != p.head_dim) {
-    return fail("head_dim=" + std::to_string(p.head_dim) + " but the instance has head_dim=" + std::to_string(k.head_dim));
+    return fail([&] {
+      return "head_dim=" + std::to_string(p.head_dim) + " but the instance has head_dim=" + std::to_string(k.head_dim);
+    });
   }
-  if (std::string(k.qk_type) != to_string(p.input_type)) {
-    return fail(std::string("input_type=") + to_string(p.input_type) + " but the instance reads " + k.qk_type);
+  if (k.qk_type != p.input_type) {
+    return fail([&] {
+      return std::string("input_type=") + to_string(p.input_type) + " but the instance reads " + to_string(k.qk_type);
+    });
   }
-  if (std::string(k.out_type) != to_string(p.output_type)) {
-    return fail(std::string("output_type=") + to_string(p.output_type) + " but the instance writes " + k.out_type);
+  if (k.out_type != p.output_type) {
+    return fail([&] {
+      return std::string("output_type=") + to_string(p.output_type) + " but the instance writes " + to_string(k.out_type);
+    });
   }
   if (k.causal != p.causal) {
-    return fail(std::string("causal=") + (p.causal ? "true" : "false") + " but the instance is " +
-                (k.causal ? "causal" : "non-causal"));
+    return fail([&] {
+      return std::string("causal=") + (p.causal ? "true" : "false") + " but the instance is " +
+             (k.causal ? "causal" : "non-causal");
+    });
   }
   if (wants_lse && k.warp_specialized) {
     // Triton 3.6's warp-specialized loop hands back a wrong softmax frame (O is right, LSE is not).
-    return fail("lse was requested but warp-specialized instances do not write LSE");
+    return fail([] { return std::string("lse was requested but warp-specialized instances do not write LSE"); });
   }
   if (k.even_n && p.seqlen_k % k.block_n != 0) {
-    return fail("seqlen_k=" + std::to_string(p.seqlen_k) + " is not a multiple of the instance's block_n=" +
-                std::to_string(k.block_n) + " (evenn instances have no masked tail)");
+    return fail([&] {
+      return "seqlen_k=" + std::to_string(p.seqlen_k) + " is not a multiple of the instance's block_n=" +
+             std::to_string(k.block_n) + " (evenn instances have no masked tail)";
+    });
   }
   return true;
 }
 
-KernelInstance const* find_transpose_instance(int head_dim) {
+KernelInstance const* find_transpose_instance(int head_dim, std::string const& name) {
   for (size_t i = 0; i < kNumKernelInstances; ++i) {
     KernelInstance const& k = *kKernelInstances[i];
-    if (k.kind == KernelKind::kTransposeV && k.head_dim == head_dim) return &k;
+    if (k.kind != OperationKind::kTransposeV) continue;
+    if (name.empty() ? transpose_config(k).head_dim == head_dim : name == k.name) return &k;
   }
   return nullptr;
 }
@@ -57,7 +70,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
   if (!args.kernel_name.empty()) {
     for (size_t i = 0; i < kNumKernelInstances; ++i) {
       KernelInstance const& k = *kKernelInstances[i];
-      if (k.kind == KernelKind::kFmhaFwd && args.kernel_name == k.name) {
+      if (k.kind == OperationKind::kFmhaFwd && args.kernel_name == k.name) {
         std::string why;
         if (!instance_supports(k, args.problem, args.lse != nullptr, &why)) {
           return Status(StatusCode::kErrorNotSupported, "kernel_name=" + args.kernel_name + " cannot run this problem: " + why);

@@ -55,4 +55,26 @@ Status get_function(CudaDriver const& d, KernelInstance const& instance, CUfunct
   return Status::success();
 }
 
+Status constant_one(CudaDriver const& d, CUdeviceptr* one) {
+  static std::mutex mutex;
+  static std::map<unsigned long long, CUdeviceptr> ones;
+
+  CUcontext context = nullptr;
+  if (Status s = current_context(d, &context); !s) return s;
+  unsigned long long context_id = 0;
+  if (CUresult r = d.cuCtxGetId(context, &context_id); r != CUDA_SUCCESS) return driver_error(d, r, "cuCtxGetId");
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = ones.find(context_id); it != ones.end()) {
+    *one = it->second;
+    return Status::success();
+  }
+  CUdeviceptr p = 0;
+  if (CUresult r = d.cuMemAlloc(&p, sizeof(float)); r != CUDA_SUCCESS) return driver_error(d, r, "cuMemAlloc(1.0f)");
+  float const value = 1.0f;
+  if (CUresult r = d.cuMemcpyHtoD(p, &value, sizeof(value)); r != CUDA_SUCCESS) return driver_error(d, r, "cuMemcpyHtoD(1.0f)");
+  ones.emplace(context_id, p);  // lives as long as its context
+  *one = p;
+  return Status::success();
+}
+
 }  // namespace fp8attn::detail

@@ -32,7 +32,8 @@ Status load(CudaDriver* d) {
             load_symbol(lib, "cuModuleGetFunction", &d->cuModuleGetFunction) &&
             load_symbol(lib, "cuFuncSetAttribute", &d->cuFuncSetAttribute) &&
             load_symbol(lib, "cuLaunchKernelEx", &d->cuLaunchKernelEx) &&
-            load_symbol(lib, "cuMemsetD32Async", &d->cuMemsetD32Async);
+            load_symbol(lib, "cuMemAlloc_v2", &d->cuMemAlloc) && load_symbol(lib, "cuMemcpyHtoD_v2", &d->cuMemcpyHtoD) &&
+            load_symbol(lib, "cuTensorMapEncodeTiled", &d->cuTensorMapEncodeTiled);
   if (!ok) {
     return Status(StatusCode::kErrorCudaDriver,
                   "the CUDA driver lacks a required entry point (cuCtxGetId needs a CUDA 12 driver, >= 525)");

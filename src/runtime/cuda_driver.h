@@ -8,6 +8,8 @@
 
 #include "fp8attn/status.h"
 
+// The _v2 entry points behind cuda.h's macros are looked up by their real names in cuda_driver.cpp.
+
 namespace fp8attn::detail {
 
 struct CudaDriver {
@@ -24,7 +26,9 @@ struct CudaDriver {
   decltype(&::cuModuleGetFunction) cuModuleGetFunction;
   decltype(&::cuFuncSetAttribute) cuFuncSetAttribute;
   decltype(&::cuLaunchKernelEx) cuLaunchKernelEx;
-  decltype(&::cuMemsetD32Async) cuMemsetD32Async;
+  decltype(&::cuMemAlloc) cuMemAlloc;
+  decltype(&::cuMemcpyHtoD) cuMemcpyHtoD;
+  decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled;
 };
 
 /// The driver, loaded and initialized once (thread-safe). On failure *driver is null and the status says why.

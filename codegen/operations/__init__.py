@@ -1,0 +1,29 @@
+"""Operation modules, keyed by operation kind (as cutlass_library keys its emitters).
+
+Each module defines: NAME, its Config dataclass (with `operation` and `family` fields), name_of(config),
+parse(name) -> config or None, KERNELS (family -> (kernel module, function, params, C++ params struct)),
+compile_spec(config), check_sass(config, mma_counts), requires(config) (helper instances it needs),
+CPP_HEADER and cpp_config(config) (the C++ record of its configuration). Adding an operation is a new module
+here plus manifest rows; nothing else in codegen/ branches on the kind.
+"""
+
+from operations import fmha_fwd, transpose_v
+
+OPERATIONS = {m.NAME: m for m in (fmha_fwd, transpose_v)}
+
+
+def module_of(config):
+    return OPERATIONS[config.operation]
+
+
+def name_of(config) -> str:
+    return module_of(config).name_of(config)
+
+
+def parse_name(name: str):
+    """Config from a name; ValueError naming the name if no operation recognizes it."""
+    for module in OPERATIONS.values():
+        config = module.parse(name)
+        if config is not None:
+            return config
+    raise ValueError(f"kernel name {name!r} is not an fp8attn kernel name")

@@ -1,0 +1,152 @@
+"""Operation fmha_fwd: attention forward. Configuration, procedural name, kernel parameters, C++ record.
+
+    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_<family>]
+
+    layout  "strided": any (batch, seq, head) strides with head_dim contiguous (BSHD and BHSD alike)
+    mask    "causal" or "full"
+    ws      warp-specialized main loop (a producer partition issues the TMA loads)
+    evenn   no masked tail: only valid when seqlen_k % BN == 0 and not causal
+    family  omitted for "triton"; otherwise the family that compiles it (e.g. "gluon")
+"""
+
+import re
+from dataclasses import dataclass
+
+from params import Param
+
+NAME = "fmha_fwd"
+ARCH = "sm90"
+TYPES = ("e4m3", "e5m2", "bf16", "f16", "f32")
+FAMILIES = ("triton", "gluon")
+TRITON_TYPES = {"e4m3": "fp8e4nv", "e5m2": "fp8e5", "bf16": "bf16", "f16": "fp16", "f32": "fp32"}
+CPP_TYPES = {"e4m3": "kE4M3", "e5m2": "kE5M2", "bf16": "kBF16", "f16": "kF16", "f32": "kF32"}
+
+
+@dataclass(frozen=True)
+class FmhaConfig:
+    qk_type: str
+    v_type: str
+    acc_type: str
+    out_type: str
+    block_m: int
+    block_n: int
+    head_dim: int
+    warps: int
+    stages: int
+    causal: bool
+    warp_specialized: bool = False
+    even_n: bool = False
+    layout: str = "strided"
+    family: str = "triton"
+
+    operation = NAME
+
+    @property
+    def is_fp8(self):
+        return self.qk_type in ("e4m3", "e5m2")
+
+
+# ---- Name ------------------------------------------------------------------------------------------------
+
+_RE = re.compile(
+    rf"fp8attn_{ARCH}_fmha_fwd_(?P<qk>[a-z0-9]+)_(?P<v>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<out>[a-z0-9]+)_"
+    r"(?P<bm>\d+)x(?P<bn>\d+)x(?P<d>\d+)_w(?P<w>\d+)_s(?P<s>\d+)_(?P<layout>strided)_(?P<mask>causal|full)"
+    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?:_(?P<family>gluon))?")
+
+
+def name_of(c: FmhaConfig) -> str:
+    name = (f"fp8attn_{ARCH}_fmha_fwd_{c.qk_type}_{c.v_type}_{c.acc_type}_{c.out_type}_"
+            f"{c.block_m}x{c.block_n}x{c.head_dim}_w{c.warps}_s{c.stages}_{c.layout}_"
+            f"{'causal' if c.causal else 'full'}")
+    if c.warp_specialized:
+        name += "_ws"
+    if c.even_n:
+        name += "_evenn"
+    if c.family != "triton":
+        name += f"_{c.family}"
+    return name
+
+
+def parse(name: str):
+    """The FmhaConfig of an attention name, None if it is not one; ValueError for an unknown type."""
+    m = _RE.fullmatch(name)
+    if not m:
+        return None
+    for field in ("qk", "v", "acc", "out"):
+        if m[field] not in TYPES:
+            raise ValueError(f"kernel name {name!r}: unknown type {m[field]!r}")
+    return FmhaConfig(m["qk"], m["v"], m["acc"], m["out"], int(m["bm"]), int(m["bn"]), int(m["d"]),
+                      int(m["w"]), int(m["s"]), m["mask"] == "causal", bool(m["ws"]), bool(m["evenn"]),
+                      m["layout"], m["family"] or "triton")
+
+
+# ---- Kernel parameters (the one list: signature, PTX check and C++ packing all come from it) --------------
+
+def _strides(prefix, names):
+    return [Param(f"stride_{prefix}{n}", "i64", divisible_by_16=True) for n in names]
+
+
+TRITON_PARAMS = [
+    Param("Q", "ptr", True), Param("K", "ptr", True), Param("V", "ptr", True), Param("O", "ptr", True),
+    Param("LSE", "ptr", True),
+    Param("q_descale", "ptr"), Param("k_descale", "ptr"), Param("v_descale", "ptr"),
+    Param("q_descale_stride_b", "i64"), Param("q_descale_stride_h", "i64"),
+    Param("k_descale_stride_b", "i64"), Param("k_descale_stride_h", "i64"),
+    Param("v_descale_stride_b", "i64"), Param("v_descale_stride_h", "i64"),
+    Param("softmax_scale", "f32"),
+    Param("seqlen_q", "i32"), Param("seqlen_k", "i32"), Param("heads_q", "i32"), Param("group_size", "i32"),
+    Param("write_lse", "i32"),
+    *_strides("q", "bhs"), *_strides("k", "bhs"), *_strides("v", "bhs"), *_strides("o", "bhs"),
+]
+
+# Each family's kernel function and parameter list. (family -> (module, function, params, C++ struct))
+KERNELS = {
+    "triton": ("fmha_fwd.fmha_fwd_triton", "fmha_fwd_kernel", TRITON_PARAMS, "FmhaFwdTritonParams"),
+}
+
+
+def kernel_of(c: FmhaConfig):
+    if c.family not in KERNELS:
+        raise ValueError(f"{name_of(c)}: no {c.family} kernel for {NAME}")
+    return KERNELS[c.family]
+
+
+def compile_spec(c: FmhaConfig):
+    """(params, pointer types, constexprs, num_warps, num_stages) of this instance."""
+    _, _, params, _ = kernel_of(c)
+    io = TRITON_TYPES[c.qk_type]
+    types = {"Q": f"*{io}", "K": f"*{io}", "V": f"*{TRITON_TYPES[c.v_type]}", "O": f"*{TRITON_TYPES[c.out_type]}",
+             "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32"}
+    constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
+                  "V_TRANSPOSED": c.is_fp8, "WARP_SPECIALIZE": c.warp_specialized, "EVEN_N": c.even_n}
+    return params, types, constexprs, c.warps, c.stages
+
+
+def check_sass(c: FmhaConfig, mma_counts):
+    """FP8 dots must be FP8 wgmma (QGMMA); HMMA alone means Triton fell back to a slow path."""
+    if c.is_fp8 and mma_counts.get("QGMMA", 0) == 0:
+        raise RuntimeError(f"{name_of(c)}: no QGMMA in SASS ({mma_counts}); the FP8 dots fell back to a slow path")
+
+
+def requires(c: FmhaConfig):
+    """Helper instances this one cannot run without: FP8 reads V transposed (transpose_v of its head dim)."""
+    if not c.is_fp8:
+        return []
+    from operations.transpose_v import TransposeConfig
+
+    return [TransposeConfig("u8", 128, c.head_dim, 4)]
+
+
+# ---- C++ record (src/fmha/fmha_kernel_config.h) ------------------------------------------------------------
+
+CPP_HEADER = "fmha/fmha_kernel_config.h"
+
+
+def cpp_config(c: FmhaConfig):
+    """(C++ type, initializer) of the instance's configuration record."""
+    t = CPP_TYPES
+    b = lambda x: "true" if x else "false"  # noqa: E731
+    return ("fmha::detail::FmhaKernelConfig",
+            f"{{DataType::{t[c.qk_type]}, DataType::{t[c.v_type]}, DataType::{t[c.acc_type]}, "
+            f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
+            f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}}}")

@@ -1,0 +1,77 @@
+"""Operation transpose_v: V [b, s, h, d] -> V^T [b, h, d, s_pad], the FP8 P.V operand (sequence-contiguous).
+
+    fp8attn_sm90_transpose_v_<type>_<BS>x<D>_w<warps>[_<family>]
+
+The bytes are moved as they are, so one u8 instance serves every one-byte element type.
+"""
+
+import re
+from dataclasses import dataclass
+
+from params import Param
+
+NAME = "transpose_v"
+ARCH = "sm90"
+
+
+@dataclass(frozen=True)
+class TransposeConfig:
+    dtype: str
+    block_s: int
+    head_dim: int
+    warps: int
+    family: str = "triton"
+
+    operation = NAME
+
+
+_RE = re.compile(rf"fp8attn_{ARCH}_transpose_v_(?P<t>u8)_(?P<bs>\d+)x(?P<d>\d+)_w(?P<w>\d+)(?:_(?P<family>gluon))?")
+
+
+def name_of(c: TransposeConfig) -> str:
+    name = f"fp8attn_{ARCH}_transpose_v_{c.dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
+    return name if c.family == "triton" else f"{name}_{c.family}"
+
+
+def parse(name: str):
+    m = _RE.fullmatch(name)
+    if not m:
+        return None
+    return TransposeConfig(m["t"], int(m["bs"]), int(m["d"]), int(m["w"]), m["family"] or "triton")
+
+
+TRITON_PARAMS = [
+    Param("V", "ptr", True), Param("VT", "ptr", True),
+    Param("seqlen", "i32"), Param("seqlen_pad", "i32", True), Param("heads_kv", "i32"),
+    Param("stride_vb", "i64", True), Param("stride_vh", "i64", True), Param("stride_vs", "i64", True),
+]
+
+KERNELS = {
+    "triton": ("transpose_v.transpose_v_triton", "transpose_v_kernel", TRITON_PARAMS, "TransposeVTritonParams"),
+}
+
+
+def kernel_of(c: TransposeConfig):
+    if c.family not in KERNELS:
+        raise ValueError(f"{name_of(c)}: no {c.family} kernel for {NAME}")
+    return KERNELS[c.family]
+
+
+def compile_spec(c: TransposeConfig):
+    _, _, params, _ = kernel_of(c)
+    return params, {"V": "*u8", "VT": "*u8"}, {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}, c.warps, 1
+
+
+def check_sass(c, mma_counts):
+    pass  # data movement: nothing to require
+
+
+def requires(c):
+    return []
+
+
+CPP_HEADER = "fmha/transpose_v_kernel_config.h"
+
+
+def cpp_config(c: TransposeConfig):
+    return ("fmha::detail::TransposeVKernelConfig", f"{{{c.block_s}, {c.head_dim}, {c.warps}}}")

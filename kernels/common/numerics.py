@@ -1,0 +1,24 @@
+"""Numerical constants of the attention kernels, as plain Python numbers.
+
+The Triton kernels wrap them in tl.constexpr; the tests' float64 emulation (tests/gpu/fmha_utils.py) and the
+runtime (through the generated C++) read the same values, so the emulation rounds exactly where the kernel
+rounds. Change a value here and every user follows.
+"""
+
+# exp(x) = exp2(x * LOG2E); LSE = log2-domain value * LN2.
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+# Largest finite e4m3 (OCP E4M3FN) value.
+E4M3_MAX = 448.0
+
+# P is stored as p * 2^P_EXPONENT_BIAS (at most 256 <= 448), which moves e4m3's smallest subnormal from 2^-9
+# to 2^-17 of the tile's row maximum. Exact in binary, undone in FP32 after the MMA.
+P_EXPONENT_BIAS = 8.0
+
+# A tile's P is rounded against its own row maximum, but never one more than 2^REF_FLOOR below the running
+# maximum, so every rescale factor stays within FP32's range.
+REF_FLOOR = 64.0
+
+# Finite "minus infinity" for the running maximum: fully masked rows never compute (-inf) - (-inf).
+NEG_BIG = -1.0e30

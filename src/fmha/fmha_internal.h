@@ -1,0 +1,84 @@
+#pragma once
+// Internals shared by the attention handle (fmha_fwd.cpp), its validation (fmha_validate.cpp), the instance
+// heuristic (fmha_heuristic.cpp), the Arguments -> launch plan step (fmha_params.cpp) and the V transpose
+// (transpose_v.cpp).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fmha/fmha_kernel_config.h"
+#include "fmha/transpose_v_kernel_config.h"
+#include "fp8attn/fmha/device/fmha_fwd.h"
+#include "fp8attn/fmha/device/transpose_v.h"
+#include "runtime/kernel_instance.h"
+#include "runtime/launcher.h"
+#include "runtime/param_pack.h"
+
+namespace fp8attn::fmha::detail {
+
+using fp8attn::detail::KernelInstance;
+using Arguments = device::FmhaFwd::Arguments;
+
+inline FmhaKernelConfig const& fmha_config(KernelInstance const& k) { return k.config_as<FmhaKernelConfig>(); }
+inline TransposeVKernelConfig const& transpose_config(KernelInstance const& k) {
+  return k.config_as<TransposeVKernelConfig>();
+}
+
+// ---- validation (fmha_validate.cpp) ----
+
+/// Every check of can_implement except the instance choice; the message names the argument and value.
+Status validate(Arguments const& args);
+
+// ---- heuristic (fmha_heuristic.cpp) ----
+
+/// Whether `instance` computes `problem` (and LSE when `wants_lse`); if not, *why names the field and value.
+bool instance_supports(KernelInstance const& instance, FmhaProblem const& problem, bool wants_lse, std::string* why);
+/// The instance forced by args.kernel_name, or the heuristic's pick for args.problem.
+Status select_instance(Arguments const& args, KernelInstance const** instance);
+/// The V-transpose instance for this head dim (or the one named), or nullptr.
+KernelInstance const* find_transpose_instance(int head_dim, std::string const& name = {});
+
+// ---- plan (fmha_params.cpp) ----
+
+/// Where things go in the caller's workspace.
+struct WorkspaceLayout {
+  bool transpose_v = false;
+  int64_t seqlen_pad = 0;      ///< row length of V^T
+  size_t vt_offset = 0;        ///< V^T: [batch, heads_kv, head_dim, seqlen_pad]
+  size_t vt_bytes = 0;
+  size_t scratch_offset = 0;   ///< per-program scratch for device-side TMA descriptors
+  size_t scratch_bytes = 0;
+  size_t total = 0;
+};
+
+/// Whether the FP8 path must copy V into V^T (false when the caller's V is already sequence-contiguous).
+bool needs_v_transpose(Arguments const& args, KernelInstance const& instance);
+/// Programs (CTAs) of the attention launch: query blocks * batch * heads_q.
+int64_t attention_programs(FmhaProblem const& problem, KernelInstance const& instance);
+WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& instance);
+
+/// Everything run() needs, computed once by initialize(): functions, grids and packed parameters.
+struct FmhaFwdPlan {
+  bool empty = true;  ///< nothing to launch (batch == 0 or seqlen_q == 0)
+  bool transpose_v = false;
+  CUfunction transpose_function = nullptr;
+  runtime::LaunchConfig transpose_launch;
+  runtime::ParamPack transpose_params;
+  CUfunction attention_function = nullptr;
+  runtime::LaunchConfig attention_launch;
+  runtime::ParamPack attention_params;
+  KernelInstance const* instance = nullptr;
+};
+
+/// Selected, validated arguments -> plan (loads modules into the current context, packs the parameters).
+Status make_plan(Arguments const& args, KernelInstance const& instance, void* workspace, FmhaFwdPlan* plan);
+/// Launches a plan (V transpose first when needed). No validation, no allocation.
+Status run_plan(FmhaFwdPlan const& plan, StreamHandle stream);
+
+/// Packs a V transpose of v (any strides, head_dim contiguous) into vt with rows of seqlen_pad elements.
+Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
+                      int64_t seqlen_pad, CUfunction* function, runtime::LaunchConfig* launch,
+                      runtime::ParamPack* params);
+
+}  // namespace fp8attn::fmha::detail

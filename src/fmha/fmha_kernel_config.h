@@ -1,0 +1,25 @@
+#pragma once
+// The configuration record of an attention instance (codegen/operations/fmha_fwd.py: cpp_config writes it).
+
+#include "fp8attn/types.h"
+
+namespace fp8attn::fmha::detail {
+
+struct FmhaKernelConfig {
+  DataType qk_type;
+  DataType v_type;
+  DataType acc_type;
+  DataType out_type;
+  int block_m;            ///< query rows per CTA
+  int block_n;            ///< keys per main-loop tile
+  int head_dim;
+  int warps;              ///< num_warps at compile time (the name's w<N>)
+  int stages;
+  bool causal;
+  bool warp_specialized;
+  bool even_n;            ///< no masked tail: needs seqlen_k % block_n == 0, never causal
+
+  bool fp8() const { return qk_type == DataType::kE4M3 || qk_type == DataType::kE5M2; }
+};
+
+}  // namespace fp8attn::fmha::detail

@@ -1,0 +1,173 @@
+// Arguments -> launch plan, once per initialize(): the workspace layout, the loaded functions, the grids and
+// the packed kernel parameters (generated structs, filled by field name). run() only launches the plan.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "fmha_internal.h"
+#include "generated/kernel_params.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/module_cache.h"
+
+namespace fp8attn::fmha::detail {
+namespace {
+
+using fp8attn::detail::CudaDriver;
+
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) + offset; }
+
+}  // namespace
+
+bool needs_v_transpose(Arguments const& args, KernelInstance const& instance) {
+  return fmha_config(instance).fp8() && args.v.stride_d == 1 && args.problem.seqlen_k > 0;
+}
+
+int64_t attention_programs(FmhaProblem const& p, KernelInstance const& instance) {
+  int64_t const block_m = fmha_config(instance).block_m;
+  return (int64_t{p.seqlen_q} + block_m - 1) / block_m * p.batch * p.heads_q;
+}
+
+WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& instance) {
+  FmhaProblem const& p = args.problem;
+  WorkspaceLayout w;
+  w.transpose_v = needs_v_transpose(args, instance);
+  size_t offset = 0;
+  if (w.transpose_v) {
+    w.seqlen_pad = padded_seqlen(p.seqlen_k);
+    w.vt_offset = offset;
+    w.vt_bytes = static_cast<size_t>(p.batch) * p.heads_kv * p.head_dim * w.seqlen_pad * size_of(p.input_type);
+    offset = align256(offset + w.vt_bytes);
+  }
+  if (instance.global_scratch_bytes > 0) {
+    w.scratch_offset = offset;
+    w.scratch_bytes = static_cast<size_t>(attention_programs(p, instance)) * instance.global_scratch_bytes;
+    offset = align256(offset + w.scratch_bytes);
+  }
+  w.total = offset;
+  return w;
+}
+
+Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
+                      int64_t seqlen_pad, CUfunction* function, runtime::LaunchConfig* launch,
+                      runtime::ParamPack* params) {
+  CudaDriver const* driver = nullptr;
+  if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+  if (Status s = fp8attn::detail::get_function(*driver, instance, function); !s) return s;
+  generated::TransposeVTritonParams tp;
+  tp.V = v.ptr;
+  tp.VT = vt;
+  tp.seqlen = seqlen;
+  tp.seqlen_pad = static_cast<int32_t>(seqlen_pad);
+  tp.heads_kv = heads;
+  tp.stride_vb = v.stride_b;
+  tp.stride_vh = v.stride_h;
+  tp.stride_vs = v.stride_s;
+  params->clear();
+  tp.pack(*params);
+  int64_t const block_s = transpose_config(instance).block_s;
+  int64_t const programs = (seqlen_pad + block_s - 1) / block_s * batch * heads;
+  *launch = runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(programs));
+  return Status::success();
+}
+
+Status make_plan(Arguments const& args, KernelInstance const& instance, void* workspace, FmhaFwdPlan* plan) {
+  FmhaProblem const& p = args.problem;
+  plan->instance = &instance;
+  plan->empty = p.batch == 0 || p.seqlen_q == 0;
+  plan->transpose_v = false;
+  if (plan->empty) return Status::success();
+
+  CudaDriver const* driver = nullptr;
+  if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+  if (Status s = fp8attn::detail::get_function(*driver, instance, &plan->attention_function); !s) return s;
+  WorkspaceLayout const w = plan_workspace(args, instance);
+
+  // V as the attention kernel reads it: (pointer, stride_b, stride_h, row stride).
+  void const* v_ptr = args.v.ptr;
+  int64_t vb = args.v.stride_b, vh = args.v.stride_h, vs = args.v.stride_s;
+  if (w.transpose_v) {
+    KernelInstance const* t = find_transpose_instance(p.head_dim);
+    void* vt = at(workspace, w.vt_offset);
+    if (Status s = plan_transpose(*t, args.v, vt, p.batch, p.heads_kv, p.seqlen_k, w.seqlen_pad,
+                                  &plan->transpose_function, &plan->transpose_launch, &plan->transpose_params);
+        !s) {
+      return s;
+    }
+    plan->transpose_v = true;
+    v_ptr = vt;
+    vh = static_cast<int64_t>(p.head_dim) * w.seqlen_pad;
+    vb = vh * p.heads_kv;
+    vs = w.seqlen_pad;
+  } else if (fmha_config(instance).fp8()) {
+    vs = args.v.stride_d;  // the caller's V is already sequence-contiguous: head_dim rows of stride_d elements
+  }
+
+  // Null descales (BF16/FP16 inputs) read a 1.0f kept per context, so run() has nothing to fill.
+  CUdeviceptr one = 0;
+  if (!args.q_descale.ptr || !args.k_descale.ptr || !args.v_descale.ptr) {
+    if (Status s = fp8attn::detail::constant_one(*driver, &one); !s) return s;
+  }
+  auto descale = [one](DescaleRef const& d) {
+    return d.ptr ? static_cast<void const*>(d.ptr) : reinterpret_cast<void const*>(one);
+  };
+
+  generated::FmhaFwdTritonParams kp;
+  kp.Q = args.q.ptr;
+  kp.K = args.k.ptr;
+  kp.V = v_ptr;
+  kp.O = args.o.ptr;
+  kp.LSE = args.lse;
+  kp.q_descale = descale(args.q_descale);
+  kp.k_descale = descale(args.k_descale);
+  kp.v_descale = descale(args.v_descale);
+  kp.q_descale_stride_b = args.q_descale.ptr ? args.q_descale.stride_b : 0;
+  kp.q_descale_stride_h = args.q_descale.ptr ? args.q_descale.stride_h : 0;
+  kp.k_descale_stride_b = args.k_descale.ptr ? args.k_descale.stride_b : 0;
+  kp.k_descale_stride_h = args.k_descale.ptr ? args.k_descale.stride_h : 0;
+  kp.v_descale_stride_b = args.v_descale.ptr ? args.v_descale.stride_b : 0;
+  kp.v_descale_stride_h = args.v_descale.ptr ? args.v_descale.stride_h : 0;
+  kp.softmax_scale = args.softmax_scale > 0.0f ? args.softmax_scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  kp.seqlen_q = p.seqlen_q;
+  kp.seqlen_k = p.seqlen_k;
+  kp.heads_q = p.heads_q;
+  kp.group_size = p.heads_q / p.heads_kv;
+  kp.write_lse = args.lse ? 1 : 0;
+  kp.stride_qb = args.q.stride_b;
+  kp.stride_qh = args.q.stride_h;
+  kp.stride_qs = args.q.stride_s;
+  kp.stride_kb = args.k.stride_b;
+  kp.stride_kh = args.k.stride_h;
+  kp.stride_ks = args.k.stride_s;
+  kp.stride_vb = vb;
+  kp.stride_vh = vh;
+  kp.stride_vs = vs;
+  kp.stride_ob = args.o.stride_b;
+  kp.stride_oh = args.o.stride_h;
+  kp.stride_os = args.o.stride_s;
+  kp.global_scratch = w.scratch_bytes ? at(workspace, w.scratch_offset) : nullptr;
+  plan->attention_params.clear();
+  kp.pack(plan->attention_params);
+  plan->attention_launch =
+      runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(attention_programs(p, instance)));
+  return Status::success();
+}
+
+Status run_plan(FmhaFwdPlan const& plan, StreamHandle stream) {
+  if (plan.empty) return Status::success();
+  CudaDriver const* driver = nullptr;
+  if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+  auto const cu_stream = reinterpret_cast<CUstream>(stream);
+  if (plan.transpose_v) {
+    if (Status s = runtime::launch(*driver, plan.transpose_function, plan.transpose_launch, plan.transpose_params,
+                                   cu_stream, "transpose_v");
+        !s) {
+      return s;
+    }
+  }
+  return runtime::launch(*driver, plan.attention_function, plan.attention_launch, plan.attention_params, cu_stream,
+                         plan.instance->name);
+}
+
+}  // namespace fp8attn::fmha::detail

@@ -1,0 +1,169 @@
+// The library of operations: one Operation object per compiled instance, built once from the generated
+// instance table. Each kind has its own small adapter class here (as cutlass_library keys its operation
+// wrappers by kind); the adapters forward to the typed device handles with the instance forced by name.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fmha/fmha_internal.h"
+#include "fp8attn/fmha/device/fmha_fwd.h"
+#include "fp8attn/fmha/device/transpose_v.h"
+#include "fp8attn/library/operation.h"
+#include "runtime/kernel_instance.h"
+
+namespace fp8attn::library {
+namespace {
+
+using detail::KernelInstance;
+using fmha::detail::FmhaKernelConfig;
+using fmha::detail::TransposeVKernelConfig;
+
+std::string fmha_summary(FmhaKernelConfig const& c) {
+  return "attention forward, " + std::string(to_string(c.qk_type)) + " in, " + to_string(c.out_type) + " out, " +
+         std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + " tile, D=" + std::to_string(c.head_dim) +
+         (c.causal ? ", causal" : ", full") + (c.warp_specialized ? ", warp-specialized" : "") +
+         (c.even_n ? ", seqlen_k % " + std::to_string(c.block_n) + " == 0 only" : "");
+}
+
+class FmhaFwdOperation : public Operation {
+ public:
+  explicit FmhaFwdOperation(KernelInstance const& k) {
+    FmhaKernelConfig const& c = k.config_as<FmhaKernelConfig>();
+    description_ = {k.name,     OperationKind::kFmhaFwd, k.family,        c.qk_type, c.acc_type, c.out_type,
+                    k.launch_warps, k.shared_bytes,        fmha_summary(c)};
+  }
+  OperationDescription const& description() const override { return description_; }
+  Status can_implement(void const* arguments) const override {
+    return fmha::device::FmhaFwd::can_implement(forced(arguments));
+  }
+  size_t get_workspace_size(void const* arguments) const override {
+    return fmha::device::FmhaFwd::get_workspace_size(forced(arguments));
+  }
+  Status run(void const* arguments, void* workspace, StreamHandle stream) const override {
+    fmha::device::FmhaFwd op;
+    return op(forced(arguments), workspace, stream);
+  }
+
+ private:
+  fmha::device::FmhaFwd::Arguments forced(void const* arguments) const {
+    auto args = *static_cast<fmha::device::FmhaFwd::Arguments const*>(arguments);
+    args.kernel_name = description_.name;
+    return args;
+  }
+  OperationDescription description_;
+};
+
+class TransposeVOperation : public Operation {
+ public:
+  explicit TransposeVOperation(KernelInstance const& k) {
+    TransposeVKernelConfig const& c = k.config_as<TransposeVKernelConfig>();
+    description_ = {k.name,         OperationKind::kTransposeV, k.family,       DataType::kE4M3, DataType::kE4M3,
+                    DataType::kE4M3, k.launch_warps,             k.shared_bytes,
+                    "V -> V^T (one-byte elements), " + std::to_string(c.block_s) + " rows per CTA, D=" +
+                        std::to_string(c.head_dim)};
+  }
+  OperationDescription const& description() const override { return description_; }
+  Status can_implement(void const* arguments) const override {
+    return fmha::device::TransposeV::can_implement(forced(arguments));
+  }
+  size_t get_workspace_size(void const*) const override { return 0; }
+  Status run(void const* arguments, void*, StreamHandle stream) const override {
+    fmha::device::TransposeV op;
+    return op(forced(arguments), stream);
+  }
+
+ private:
+  fmha::TransposeVArguments forced(void const* arguments) const {
+    auto args = *static_cast<fmha::TransposeVArguments const*>(arguments);
+    args.kernel_name = description_.name;
+    return args;
+  }
+  OperationDescription description_;
+};
+
+struct Library {
+  std::vector<std::unique_ptr<Operation>> owned;
+  std::vector<Operation const*> all;
+  std::vector<FmhaDescription> fmha;
+
+  Library() {
+    for (size_t i = 0; i < detail::kNumKernelInstances; ++i) {
+      KernelInstance const& k = *detail::kKernelInstances[i];
+      switch (k.kind) {
+        case OperationKind::kFmhaFwd: {
+          owned.push_back(std::make_unique<FmhaFwdOperation>(k));
+          FmhaKernelConfig const& c = k.config_as<FmhaKernelConfig>();
+          fmha.push_back(FmhaDescription{k.name, c.qk_type, c.v_type, c.acc_type, c.out_type, c.block_m, c.block_n,
+                                         c.head_dim, c.warps, c.stages, c.causal, c.warp_specialized, c.even_n,
+                                         c.fp8(), !c.warp_specialized, k.launch_warps, k.shared_bytes, k.family});
+          break;
+        }
+        case OperationKind::kTransposeV:
+          owned.push_back(std::make_unique<TransposeVOperation>(k));
+          break;
+      }
+      all.push_back(owned.back().get());
+    }
+  }
+};
+
+Library const& library() {
+  static Library const lib;
+  return lib;
+}
+
+}  // namespace
+
+std::vector<Operation const*> const& operations() { return library().all; }
+
+std::vector<Operation const*> operations(OperationKind kind) {
+  std::vector<Operation const*> out;
+  for (Operation const* op : library().all) {
+    if (op->description().kind == kind) out.push_back(op);
+  }
+  return out;
+}
+
+Operation const* find_operation(std::string_view name) {
+  for (Operation const* op : library().all) {
+    if (op->description().name == name) return op;
+  }
+  return nullptr;
+}
+
+std::vector<FmhaDescription> const& fmha_operations() { return library().fmha; }
+
+FmhaDescription const* find_fmha_operation(std::string_view name) {
+  for (FmhaDescription const& op : fmha_operations()) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+char const* triton_version() { return detail::kTritonVersion; }
+
+char const* to_string(OperationKind kind) {
+  switch (kind) {
+    case OperationKind::kFmhaFwd: return "fmha_fwd";
+    case OperationKind::kTransposeV: return "transpose_v";
+  }
+  return "unknown";
+}
+
+char const* to_string(KernelFamily family) {
+  switch (family) {
+    case KernelFamily::kTriton: return "triton";
+    case KernelFamily::kGluon: return "gluon";
+  }
+  return "unknown";
+}
+
+std::optional<OperationKind> parse_operation_kind(std::string_view name) {
+  for (OperationKind k : {OperationKind::kFmhaFwd, OperationKind::kTransposeV}) {
+    if (name == to_string(k)) return k;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fp8attn::library
