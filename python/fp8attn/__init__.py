@@ -11,7 +11,7 @@ The registry functions (list_kernels, find_kernel, triton_version) work without 
 """
 
 from . import _fp8attn_ext
-from ._fp8attn_ext import find_kernel, list_kernels, triton_version
+from ._fp8attn_ext import find_kernel, flops, list_kernels, list_operations, triton_version
 
 __version__ = _fp8attn_ext.__version__
 
@@ -30,4 +30,4 @@ except ImportError as _e:
             raise ImportError(f"fp8attn.{name} needs torch, which is not importable: {_torch_error}")
         raise AttributeError(f"module 'fp8attn' has no attribute {name!r}")
 
-__all__ = ["find_kernel", "list_kernels", "triton_version", *_TORCH_API]
+__all__ = ["find_kernel", "flops", "list_kernels", "list_operations", "triton_version", *_TORCH_API]

@@ -1,31 +1,28 @@
 """fmha_fwd for torch tensors: a thin wrapper over the C++ library (fp8attn::fmha::device::FmhaFwd).
 
-The wrapper maps torch dtypes to the library's type names, allocates the output, the LSE and the workspace
-with torch on the inputs' device, and launches on torch's current stream. Every other check (shapes, head
-dims, GQA ratios, alignment, descales, forced kernel names) is the C++ side's, which raises ValueError naming
-the argument.
-
-Tensors cross into C++ through DLPack: FP8 tensors as uint8 views (DLPack producers disagree on FP8 type
-codes), the rest as they are, together with a type string. BHSD operands are passed as their [B, S, H, D]
-transposed views, so the C++ side sees one logical layout with arbitrary strides.
+The wrapper allocates the output and the LSE with torch on the inputs' device and calls into C++ once per
+call. The C++ side reads the tensors (pointers, shapes, strides, dtypes, devices) directly, checks what the
+library's Arguments cannot express (ranks, shapes that must agree, dtypes, devices), validates the rest
+(FmhaFwd::can_implement: head dims, GQA ratios, alignment, descales, forced kernel names), asks back for a
+workspace only when one is needed (`_allocate`, torch's caching allocator) and launches on torch's current
+stream. Errors are ValueError naming the argument. Host cost per call: see bench/bench_host_overhead.py.
 """
-
-import contextlib
 
 import torch
 
 from . import _fp8attn_ext as _ext
 
-# torch dtype -> the library's type name (fp8attn::parse_data_type). Whether a type is compiled in this
-# build is for the library to say.
-_INPUT_TYPES = {
-    torch.float8_e4m3fn: "e4m3",
-    torch.float8_e5m2: "e5m2",
-    torch.bfloat16: "bf16",
-    torch.float16: "f16",
-}
-_OUTPUT_TYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+# The C++ side recognizes dtypes by identity with these objects (order: fp8attn_py::TorchDtype).
+_ext.register_dtypes(torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16, torch.float16, torch.float32)
+
 _LAYOUTS = ("bshd", "bhsd")
+_OUTPUT_DTYPE = torch.bfloat16
+
+try:  # the raw cudaStream_t of the current stream, without building a torch.cuda.Stream object
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+except AttributeError:  # pragma: no cover - older torch
+    def _raw_stream(device_index):
+        return torch.cuda.current_stream(device_index).cuda_stream
 
 
 def _allocate(shape, dtype, device):
@@ -33,73 +30,37 @@ def _allocate(shape, dtype, device):
     return torch.empty(shape, dtype=dtype, device=device)
 
 
-def _dlpack_view(t):
-    """A view every DLPack consumer can read: one-byte floats as uint8, everything else unchanged."""
-    t = t.detach()
-    if t.dtype.is_floating_point and t.element_size() == 1:
-        return t.view(torch.uint8)
-    return t
+def _stream_and_device(q):
+    """(raw stream of q's device, whether q's device is the current one). The library launches in the current
+    CUDA context, so another device's call needs a device guard."""
+    index = q.get_device()
+    if index < 0:
+        return 0, True  # a CPU tensor: the C++ side raises ValueError naming it
+    return _raw_stream(index), index == torch.cuda.current_device()
 
 
-def _check_tensor(name, t, optional=False):
-    if t is None and optional:
-        return
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
-
-
-def _prepare(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, return_lse, kernel_name, out,
-             layout):
-    """Returns (ext positional args, ext keyword args, out in the caller's layout, lse or None)."""
+def _call(fn, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, return_lse, kernel_name, out, layout,
+          **extra):
     if layout not in _LAYOUTS:
         raise ValueError(f"layout={layout!r}: expected 'bshd' ([batch, seqlen, heads, head_dim]) or 'bhsd'")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        _check_tensor(name, t)
-        if t.dim() != 4:
-            raise ValueError(f"{name}: expected a 4-D {layout} tensor, got shape {tuple(t.shape)}")
-    for name, t in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale), ("out", out)):
-        _check_tensor(name, t, optional=True)
-
-    input_type = _INPUT_TYPES.get(q.dtype)
-    if input_type is None:
-        raise ValueError(f"q: dtype {q.dtype} is not supported; expected torch.float8_e4m3fn or torch.bfloat16")
-    for name, t in (("k", k), ("v", v)):
-        if t.dtype != q.dtype:
-            raise ValueError(f"{name}: dtype {t.dtype} differs from q's {q.dtype}; q, k and v share one type")
-    if out is not None:
-        if out.dim() != 4:
-            raise ValueError(f"out: expected a 4-D {layout} tensor shaped like q, got shape {tuple(out.shape)}")
-        output_type = _OUTPUT_TYPES.get(out.dtype)
-        if output_type is None:
-            raise ValueError(f"out: dtype {out.dtype} is not supported; expected torch.bfloat16")
-    else:
-        output_type = "bf16"
-        out = _allocate(q.shape, torch.bfloat16, q.device)
-
-    def bshd(t):
-        return t if layout == "bshd" or t is None else t.transpose(1, 2)
-
-    batch, seqlen_q, heads_q = bshd(q).shape[:3]
-    lse = _allocate((batch, heads_q, seqlen_q), torch.float32, q.device) if return_lse else None
-
-    def dl(t):
-        return None if t is None else _dlpack_view(t)
-
-    args = (dl(bshd(q)), dl(bshd(k)), dl(bshd(v)), dl(bshd(out)), dl(lse), dl(q_descale), dl(k_descale),
-            dl(v_descale))
-    kwargs = dict(
-        input_type=input_type,
-        output_type=output_type,
-        causal=bool(causal),
-        softmax_scale=0.0 if softmax_scale is None else float(softmax_scale),
-        kernel_name="" if kernel_name is None else str(kernel_name),
-    )
-    return args, kwargs, out, lse
+    if not isinstance(q, torch.Tensor):
+        raise TypeError(f"q: expected a torch.Tensor, got {type(q).__name__}")
+    if out is None:
+        out = _allocate(q.shape, _OUTPUT_DTYPE, q.device)
+    lse = None
+    if return_lse:
+        if q.dim() != 4:
+            raise ValueError(f"q: expected a 4-D {layout} tensor, got shape {tuple(q.shape)}")
+        b, s, h = (q.shape[0], q.shape[1], q.shape[2]) if layout == "bshd" else (q.shape[0], q.shape[2], q.shape[1])
+        lse = _allocate((b, h, s), torch.float32, q.device)
+    result = fn(q, k, v, out, lse, q_descale, k_descale, v_descale, bool(causal),
+                0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
+                layout == "bhsd", **extra)
+    return result, out, lse
 
 
-def _device_guard(device):
-    # The library launches in the current CUDA context: make it the inputs' device's.
-    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+def _allocate_workspace(device):
+    return lambda nbytes: _allocate((nbytes,), torch.uint8, device)
 
 
 def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
@@ -115,7 +76,7 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     kv head, the FlashAttention-3 convention); required for FP8, optional (1.0) for BF16. The kernel sees
     q * q_descale etc.
     softmax_scale: default 1/sqrt(D). causal: bottom-right aligned when S_q != S_k; a query row that sees
-    no key gets O = 0 and LSE = -inf.
+    no key gets O = 0 and LSE = -inf; a row whose scores hold NaN gets NaN in O and LSE.
     kernel_name: force one compiled instance (see list_kernels()); default: the library's heuristic.
     out: optional BF16 output in q's layout and shape, written in place.
 
@@ -123,13 +84,16 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     log). Launched asynchronously on torch.cuda.current_stream(). Raises ValueError naming the argument when
     the call is invalid or not supported by this build.
     """
-    args, kwargs, out, lse = _prepare(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                                      return_lse, kernel_name, out, layout)
-    with _device_guard(q.device):
-        workspace_bytes = _ext.workspace_size(*args, **kwargs)  # validates everything first
-        workspace = _allocate((workspace_bytes,), torch.uint8, q.device) if workspace_bytes > 0 else None
-        stream = torch.cuda.current_stream(q.device).cuda_stream if q.device.type == "cuda" else 0
-        _ext.fmha_fwd(*args, **kwargs, workspace=workspace, stream=stream)
+    stream, current = _stream_and_device(q) if isinstance(q, torch.Tensor) else (0, True)
+    if current:
+        _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+                            return_lse, kernel_name, out, layout, stream=stream,
+                            allocate=_allocate_workspace(q.device))
+    else:
+        with torch.cuda.device(q.device):
+            _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+                                return_lse, kernel_name, out, layout, stream=stream,
+                                allocate=_allocate_workspace(q.device))
     # The caching allocator orders the workspace's reuse after this stream's work: freeing it here is safe.
     return (out, lse) if return_lse else out
 
@@ -137,32 +101,14 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
 def select_kernel(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
                   return_lse=False, kernel_name=None, out=None, layout="bshd"):
     """Name of the compiled instance fmha_fwd would run for these arguments (same signature, nothing runs)."""
-    args, kwargs, _, _ = _prepare(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, return_lse,
-                                  kernel_name, out, layout)
-    with _device_guard(q.device):
-        return _ext.select_kernel(*args, **kwargs)
+    name, _, _ = _call(_ext.select_kernel, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+                       return_lse, kernel_name, out, layout)
+    return name
 
 
 def workspace_size(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
                    return_lse=False, kernel_name=None, out=None, layout="bshd"):
     """Bytes of device workspace fmha_fwd allocates for these arguments (V^T staging, descriptors)."""
-    args, kwargs, _, _ = _prepare(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, return_lse,
-                                  kernel_name, out, layout)
-    with _device_guard(q.device):
-        return _ext.workspace_size(*args, **kwargs)
-
-
-def list_kernels():
-    """Every attention instance compiled into this build: dicts with name, qk_type, head_dim, block_n, causal,
-    even_n, ... (fp8attn::library::FmhaDescription), in manifest order."""
-    return _ext.list_kernels()
-
-
-def find_kernel(name):
-    """The fields of the compiled instance with this exact name, or None."""
-    return _ext.find_kernel(name)
-
-
-def triton_version():
-    """Triton version the cubins of this build were compiled with."""
-    return _ext.triton_version()
+    size, _, _ = _call(_ext.workspace_size, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+                       return_lse, kernel_name, out, layout)
+    return size
