@@ -230,9 +230,11 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
       raise_value_error("lse: shape ", shape_string(lse), " is not [batch=", q.shape[0], ", heads_q=", q.shape[2],
                         ", seqlen_q=", q.shape[1], "]");
     }
-    // The kernels write LSE densely: rows of seqlen_q floats, one per (batch, head_q).
+    // The kernels write LSE densely: rows of seqlen_q floats, one per (batch, head_q). (Strides of an empty
+    // tensor mean nothing.)
+    bool const empty = lse.shape[0] == 0 || lse.shape[1] == 0 || lse.shape[2] == 0;
     int64_t expected = 1;
-    for (int i = 2; i >= 0; --i) {
+    for (int i = 2; i >= 0 && !empty; --i) {
       if (lse.shape[i] > 1 && lse.stride[i] != expected) {
         raise_value_error("lse: must be contiguous; strides (", lse.stride[0], ", ", lse.stride[1], ", ", lse.stride[2],
                           ") for shape ", shape_string(lse));
