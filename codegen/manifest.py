@@ -24,6 +24,7 @@ head dim) are declared by the operation (`requires`) and added to any selection 
 
 from operations import module_of, name_of
 from operations.fmha_fwd import FmhaConfig
+from operations.transpose_v import TransposeConfig
 
 HEAD_DIMS = (64, 128, 256)
 
@@ -46,6 +47,11 @@ def _default_instances():
             _fmha("bf16", 128, 128, 128, 8, 2, causal),
             _fmha("bf16", 256, 128, 64, 8, 2, causal),
         ]
+    # The V transposes: the pointer kernel first (what the FP8 instances use), then the TMA variant (host
+    # descriptors; compiled and tested so that the launcher's CUtensorMap path stays proven, and profiled
+    # against the first).
+    rows += [TransposeConfig("u8", 128, d, 4) for d in HEAD_DIMS]
+    rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     return rows
 
 

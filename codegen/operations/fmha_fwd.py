@@ -99,7 +99,8 @@ TRITON_PARAMS = [
     *_strides("q", "bhs"), *_strides("k", "bhs"), *_strides("v", "bhs"), *_strides("o", "bhs"),
 ]
 
-# Each family's kernel function and parameter list. (family -> (module, function, params, C++ struct))
+# kernel key (the family, plus a variant where one family has several kernels) -> (kernel module, function,
+# params, C++ params struct)
 KERNELS = {
     "triton": ("fmha_fwd.fmha_fwd_triton", "fmha_fwd_kernel", TRITON_PARAMS, "FmhaFwdTritonParams"),
 }

@@ -1,6 +1,8 @@
 """Operation transpose_v: V [b, s, h, d] -> V^T [b, h, d, s_pad], the FP8 P.V operand (sequence-contiguous).
 
-    fp8attn_sm90_transpose_v_<type>_<BS>x<D>_w<warps>[_<family>]
+    fp8attn_sm90_transpose_v_<type>_<BS>x<D>_w<warps>[_tma][_<family>]
+
+    tma     loads and stores through host TMA descriptors (kernels/transpose_v/transpose_v_tma_triton.py)
 
 The bytes are moved as they are, so one u8 instance serves every one-byte element type.
 """
@@ -20,16 +22,20 @@ class TransposeConfig:
     block_s: int
     head_dim: int
     warps: int
+    tma: bool = False
     family: str = "triton"
 
     operation = NAME
 
 
-_RE = re.compile(rf"fp8attn_{ARCH}_transpose_v_(?P<t>u8)_(?P<bs>\d+)x(?P<d>\d+)_w(?P<w>\d+)(?:_(?P<family>gluon))?")
+_RE = re.compile(rf"fp8attn_{ARCH}_transpose_v_(?P<t>u8)_(?P<bs>\d+)x(?P<d>\d+)_w(?P<w>\d+)(?P<tma>_tma)?"
+                 r"(?:_(?P<family>gluon))?")
 
 
 def name_of(c: TransposeConfig) -> str:
     name = f"fp8attn_{ARCH}_transpose_v_{c.dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
+    if c.tma:
+        name += "_tma"
     return name if c.family == "triton" else f"{name}_{c.family}"
 
 
@@ -37,7 +43,7 @@ def parse(name: str):
     m = _RE.fullmatch(name)
     if not m:
         return None
-    return TransposeConfig(m["t"], int(m["bs"]), int(m["d"]), int(m["w"]), m["family"] or "triton")
+    return TransposeConfig(m["t"], int(m["bs"]), int(m["d"]), int(m["w"]), bool(m["tma"]), m["family"] or "triton")
 
 
 TRITON_PARAMS = [
@@ -46,20 +52,34 @@ TRITON_PARAMS = [
     Param("stride_vb", "i64", True), Param("stride_vh", "i64", True), Param("stride_vs", "i64", True),
 ]
 
+TMA_PARAMS = [
+    Param("v_desc", "tensordesc", rank=4), Param("vt_desc", "tensordesc", rank=2),
+    Param("seqlen_pad", "i32"), Param("heads_kv", "i32"),
+]
+
+# kernel key -> (kernel module, function, params, C++ params struct)
 KERNELS = {
     "triton": ("transpose_v.transpose_v_triton", "transpose_v_kernel", TRITON_PARAMS, "TransposeVTritonParams"),
+    "triton_tma": ("transpose_v.transpose_v_tma_triton", "transpose_v_tma_kernel", TMA_PARAMS,
+                   "TransposeVTmaTritonParams"),
 }
 
 
 def kernel_of(c: TransposeConfig):
-    if c.family not in KERNELS:
-        raise ValueError(f"{name_of(c)}: no {c.family} kernel for {NAME}")
-    return KERNELS[c.family]
+    key = c.family + ("_tma" if c.tma else "")
+    if key not in KERNELS:
+        raise ValueError(f"{name_of(c)}: no {key} kernel for {NAME}")
+    return KERNELS[key]
 
 
 def compile_spec(c: TransposeConfig):
     _, _, params, _ = kernel_of(c)
-    return params, {"V": "*u8", "VT": "*u8"}, {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}, c.warps, 1
+    if c.tma:
+        types = {"v_desc": f"tensordesc<u8[1, {c.block_s}, 1, {c.head_dim}]>",
+                 "vt_desc": f"tensordesc<u8[{c.head_dim}, {c.block_s}]>"}
+    else:
+        types = {"V": "*u8", "VT": "*u8"}
+    return params, types, {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}, c.warps, 1
 
 
 def check_sass(c, mma_counts):
@@ -74,4 +94,5 @@ CPP_HEADER = "fmha/transpose_v_kernel_config.h"
 
 
 def cpp_config(c: TransposeConfig):
-    return ("fmha::detail::TransposeVKernelConfig", f"{{{c.block_s}, {c.head_dim}, {c.warps}}}")
+    return ("fmha::detail::TransposeVKernelConfig",
+            f"{{{c.block_s}, {c.head_dim}, {c.warps}, {'true' if c.tma else 'false'}}}")

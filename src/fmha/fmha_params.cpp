@@ -9,6 +9,7 @@
 #include "generated/kernel_params.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/module_cache.h"
+#include "runtime/tensor_map.h"
 
 namespace fp8attn::fmha::detail {
 namespace {
@@ -55,17 +56,38 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
   CudaDriver const* driver = nullptr;
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
   if (Status s = fp8attn::detail::get_function(*driver, instance, function); !s) return s;
-  generated::TransposeVTritonParams tp;
-  tp.V = v.ptr;
-  tp.VT = vt;
-  tp.seqlen = seqlen;
-  tp.seqlen_pad = static_cast<int32_t>(seqlen_pad);
-  tp.heads_kv = heads;
-  tp.stride_vb = v.stride_b;
-  tp.stride_vh = v.stride_h;
-  tp.stride_vs = v.stride_s;
   params->clear();
-  tp.pack(*params);
+  if (transpose_config(instance).tma) {
+    // Host descriptors: V as [batch, seqlen, heads, head_dim], V^T as [batch * heads * head_dim, seqlen_pad].
+    if (instance.num_tensor_descs != 2) return Status(StatusCode::kErrorInternal, "transpose_v: expected 2 descriptors");
+    int64_t const d = transpose_config(instance).head_dim;
+    generated::TransposeVTmaTritonParams tp;
+    if (Status s = runtime::make_tensor_map_param(*driver, instance.tensor_descs[0], v.ptr,
+                                                  {batch, seqlen, heads, d}, {v.stride_b, v.stride_s, v.stride_h, 1},
+                                                  &tp.v_desc);
+        !s) {
+      return s;
+    }
+    if (Status s = runtime::make_tensor_map_param(*driver, instance.tensor_descs[1], vt,
+                                                  {int64_t{batch} * heads * d, seqlen_pad}, {seqlen_pad, 1}, &tp.vt_desc);
+        !s) {
+      return s;
+    }
+    tp.seqlen_pad = static_cast<int32_t>(seqlen_pad);
+    tp.heads_kv = heads;
+    tp.pack(*params);
+  } else {
+    generated::TransposeVTritonParams tp;
+    tp.V = v.ptr;
+    tp.VT = vt;
+    tp.seqlen = seqlen;
+    tp.seqlen_pad = static_cast<int32_t>(seqlen_pad);
+    tp.heads_kv = heads;
+    tp.stride_vb = v.stride_b;
+    tp.stride_vh = v.stride_h;
+    tp.stride_vs = v.stride_s;
+    tp.pack(*params);
+  }
   int64_t const block_s = transpose_config(instance).block_s;
   int64_t const programs = (seqlen_pad + block_s - 1) / block_s * batch * heads;
   *launch = runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(programs));

@@ -7,6 +7,7 @@ struct TransposeVKernelConfig {
   int block_s;   ///< sequence rows per CTA
   int head_dim;
   int warps;
+  bool tma;      ///< host TMA descriptors (TransposeVTmaTritonParams) instead of pointers
 };
 
 }  // namespace fp8attn::fmha::detail

@@ -10,6 +10,16 @@
 
 namespace fp8attn::detail {
 
+/// How a kernel expects one of its host TMA descriptor parameters encoded (from Triton's tensordesc_meta):
+/// the swizzle and box the compiler chose (it may split a logical block into several copies).
+struct TensorDescMeta {
+  int swizzle;        ///< CUtensorMapSwizzle
+  int element_bytes;
+  int data_type;      ///< CUtensorMapDataType
+  int rank;
+  unsigned block[5];  ///< box, outermost first (Triton's order)
+};
+
 struct KernelInstance {
   char const* name;              ///< procedural name, the key everywhere
   char const* function;          ///< entry symbol inside the cubin
@@ -22,6 +32,8 @@ struct KernelInstance {
   library::OperationKind kind;
   library::KernelFamily family;
   void const* config;            ///< the operation's record: fmha::detail::FmhaKernelConfig, ...
+  TensorDescMeta const* tensor_descs;  ///< one per tensordesc parameter, in order; null when none
+  int num_tensor_descs;
 
   /// The configuration record, typed (the caller knows the kind).
   template <typename Config>

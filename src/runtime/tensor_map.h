@@ -1,42 +1,34 @@
 #pragma once
 // Host TMA descriptors (CUtensorMap) for kernels that take `tensordesc` parameters: encoded on the host with
-// cuTensorMapEncodeTiled (looked up through the driver like every other entry point) and passed by value.
+// cuTensorMapEncodeTiled (looked up through the driver like every other entry point) the way the compiled
+// kernel expects them (its TensorDescMeta: swizzle, element type, box), and passed by value followed by the
+// shape and strides Triton 3.6 expands a descriptor into.
 
 #include <cuda.h>
 
 #include <cstdint>
 
 #include "cuda_driver.h"
+#include "kernel_instance.h"
 #include "param_pack.h"
 
 namespace fp8attn::runtime {
 
-/// A tiled view of global memory: `rank` dims, innermost first as the driver wants them (the reverse of
-/// Triton's order), strides in BYTES for dims 1.. (dim 0 is contiguous), and the box a TMA copy moves.
-struct TiledTensor {
-  CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
-  int element_bytes = 1;
-  int rank = 0;
-  void const* address = nullptr;
-  uint64_t dims[5] = {};
-  uint64_t byte_strides[5] = {};  ///< byte_strides[i] is the stride of dims[i + 1]
-  uint32_t box[5] = {};
-  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
-};
+/// Encodes a descriptor over `address` with `shape` and `strides` (elements; Triton's outermost-first order;
+/// the last stride must be 1) as `meta` says. Fails with a message naming the field on a view TMA cannot
+/// describe (address not 16-byte aligned, strides not multiples of 16 bytes or beyond 2^40 bytes).
+Status encode_tensor_map(detail::CudaDriver const& driver, detail::TensorDescMeta const& meta, void const* address,
+                         int64_t const* shape, int64_t const* strides, CUtensorMap* map);
 
-/// Encodes `t` into *map; the message names the failing field on a bad view.
-Status encode_tiled(detail::CudaDriver const& driver, TiledTensor const& t, CUtensorMap* map);
-
-/// Encodes `t` and fills the parameter Triton expects: the map, then shape and strides in Triton's
-/// (outermost-first) order, strides in elements.
+/// The same, filling a whole descriptor parameter (map, then shape and strides as the kernel receives them).
 template <int Rank>
-Status make_tensor_map_param(detail::CudaDriver const& driver, TiledTensor const& t, TensorMapParam<Rank>* param) {
-  if (t.rank != Rank) return Status(StatusCode::kErrorInternal, "tensor map rank mismatch");
-  if (Status s = encode_tiled(driver, t, &param->map); !s) return s;
+Status make_tensor_map_param(detail::CudaDriver const& driver, detail::TensorDescMeta const& meta, void const* address,
+                             int64_t const (&shape)[Rank], int64_t const (&strides)[Rank], TensorMapParam<Rank>* param) {
+  if (meta.rank != Rank) return Status(StatusCode::kErrorInternal, "tensor map rank differs from the kernel's");
+  if (Status s = encode_tensor_map(driver, meta, address, shape, strides, &param->map); !s) return s;
   for (int i = 0; i < Rank; ++i) {
-    int const d = Rank - 1 - i;  // Triton's dim i is the driver's dim Rank-1-i
-    param->shape[i] = static_cast<int32_t>(t.dims[d]);
-    param->strides[i] = d == 0 ? 1 : static_cast<int64_t>(t.byte_strides[d - 1] / t.element_bytes);
+    param->shape[i] = static_cast<int32_t>(shape[i]);
+    param->strides[i] = strides[i];
   }
   return Status::success();
 }

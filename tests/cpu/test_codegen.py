@@ -57,11 +57,11 @@ class Parameters(unittest.TestCase):
         import params
 
         for op in OPERATIONS.values():
-            for family, (module, function, plist, struct) in op.KERNELS.items():
-                with self.subTest(op=op.NAME, family=family):
+            for key, (module, function, plist, struct) in op.KERNELS.items():
+                with self.subTest(op=op.NAME, kernel=key):
                     fn = getattr(importlib.import_module(module), function)
                     config = next(c for c in manifest.every_instance()
-                                  if c.operation == op.NAME and c.family == family)
+                                  if c.operation == op.NAME and op.kernel_of(c)[1] == function)
                     _, types, constexprs, _, _ = op.compile_spec(config)
                     params.check_against_kernel(fn, plist, constexprs)
                     signature, attrs = params.triton_signature(fn, plist, types, constexprs)
@@ -129,7 +129,12 @@ class Manifest(unittest.TestCase):
                 for causal in (False, True):
                     self.assertTrue(any(c.qk_type == dtype and c.head_dim == d and c.causal == causal
                                         and not c.even_n for c in fmha), (dtype, d, causal))
-        self.assertEqual(sorted(c.head_dim for c in default if isinstance(c, TransposeConfig)), [64, 128, 256])
+        for tma in (False, True):
+            self.assertEqual(sorted(c.head_dim for c in default if isinstance(c, TransposeConfig) and c.tma == tma),
+                             [64, 128, 256])
+        # The FP8 instances use the pointer transpose: it must precede the TMA variant (first match wins).
+        transposes = [c for c in default if isinstance(c, TransposeConfig)]
+        self.assertFalse(any(c.tma for c in transposes[:3]), "pointer transposes first")
 
     def test_filter_selects_from_the_full_set_and_keeps_transposes(self):
         chosen = manifest.instances("e4m3*x256_")
@@ -139,6 +144,18 @@ class Manifest(unittest.TestCase):
         self.assertGreater(len([n for n in names if "fmha" in n]), 2, "full set has more D=256 FP8 instances")
         bf16_only = [name_of(c) for c in manifest.instances("fwd_bf16")]
         self.assertFalse(any("transpose" in n for n in bf16_only), "BF16 needs no V transpose")
+
+    def test_tma_instances_record_their_descriptors(self):
+        """A host-descriptor kernel's encoding (swizzle, box) must reach the C++ record: the runtime encodes
+        the CUtensorMap from it."""
+        d = os.environ.get("FP8ATTN_BUILD_DIR")
+        if not d:
+            self.skipTest("needs FP8ATTN_BUILD_DIR")
+        for c in manifest.instances():
+            if isinstance(c, TransposeConfig) and c.tma:
+                meta = json.loads((Path(d) / "kernels" / f"{name_of(c)}.json").read_text())
+                self.assertEqual(len(meta["tensordesc_meta"]), 2, name_of(c))
+                self.assertIn("kTensorDescs", (Path(d) / "kernels" / f"{name_of(c)}.cpp").read_text())
 
     def test_specialized_instances_come_first(self):
         # The C++ heuristic takes the first supporting instance, so evenn must precede the general one.
