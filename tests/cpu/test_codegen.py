@@ -95,6 +95,28 @@ class Parameters(unittest.TestCase):
                          ["tensormap", "u32", "u32", "u64", "u64", "u64", "u64"])
 
 
+class Families(unittest.TestCase):
+    def test_gluon_family_compiles_for_sm90(self):
+        """The gluon family module turns a Gluon kernel into an sm_90 cubin without a GPU (no manifest row
+        uses it yet; this keeps the module honest until one does)."""
+        from triton.backends.compiler import GPUTarget
+        from triton.experimental import gluon
+        from triton.experimental.gluon import language as gl
+
+        from families import FAMILIES
+
+        @gluon.jit
+        def copy_kernel(X, Y, N, BLOCK: gl.constexpr):
+            layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+            offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=layout)
+            gl.store(Y + offs, gl.load(X + offs, mask=offs < N), mask=offs < N)
+
+        compiled = FAMILIES["gluon"].compile(copy_kernel, {"X": "*fp32", "Y": "*fp32", "N": "i32", "BLOCK": "constexpr"},
+                                             {"BLOCK": 128}, {}, 4, 1, GPUTarget("cuda", 90, 32))
+        self.assertGreater(len(compiled.asm["cubin"]), 1000)
+        self.assertIn("sm_90", compiled.asm["ptx"])
+
+
 class CacheKeys(unittest.TestCase):
     def test_each_instance_is_keyed_on_its_own_kernel_module(self):
         from aot_compile import kernel_sources
