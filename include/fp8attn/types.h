@@ -17,6 +17,8 @@ char const* to_string(DataType type);
 std::optional<DataType> parse_data_type(std::string_view name);
 /// Bytes per element.
 int size_of(DataType type);
+/// Whether `type` is an 8-bit float (e4m3, e5m2): FP8 inputs need descales and read V sequence-contiguous.
+constexpr bool is_fp8(DataType type) { return type == DataType::kE4M3 || type == DataType::kE5M2; }
 
 /// Memory order of a [batch, seqlen, heads, head_dim] operand. Kernels take arbitrary (b, s, h) strides
 /// with head_dim contiguous; a Layout is only a shorthand for packed strides.

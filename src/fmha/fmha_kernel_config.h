@@ -19,7 +19,7 @@ struct FmhaKernelConfig {
   bool warp_specialized;
   bool even_n;            ///< no masked tail: needs seqlen_k % block_n == 0, never causal
 
-  bool fp8() const { return qk_type == DataType::kE4M3 || qk_type == DataType::kE5M2; }
+  bool fp8() const { return is_fp8(qk_type); }
 };
 
 }  // namespace fp8attn::fmha::detail

@@ -204,7 +204,7 @@ Status validate(Arguments const& args) {
   FmhaProblem const& p = args.problem;
   if (Status s = check_problem(p); !s) return s;
   int64_t const b = p.batch, hq = p.heads_q, hkv = p.heads_kv, d = p.head_dim;
-  bool const fp8 = p.input_type == DataType::kE4M3 || p.input_type == DataType::kE5M2;
+  bool const fp8 = is_fp8(p.input_type);
   int const in_bytes = size_of(p.input_type), out_bytes = size_of(p.output_type);
   if (Status s = check_tensor("q", args.q, p.seqlen_q, hq, d, b, in_bytes, false); !s) return s;
   if (Status s = check_tensor("k", args.k, p.seqlen_k, hkv, d, b, in_bytes, false); !s) return s;
