@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8attn/reference/fmha_reference.h"
+#include "reference/fmha_reference.h"
 
 namespace {
 

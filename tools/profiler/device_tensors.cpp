@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "fp8attn/reference/fmha_reference.h"
+#include "reference/fmha_reference.h"
 
 namespace fp8attn::profiler {
 

@@ -11,7 +11,7 @@
 
 #include "device_tensors.h"
 #include "fp8attn/library/operation.h"
-#include "fp8attn/reference/fmha_reference.h"
+#include "reference/fmha_reference.h"
 #include "timing.h"
 
 namespace fp8attn::profiler {

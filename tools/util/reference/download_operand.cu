@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "element_io.cuh"
-#include "fp8attn/reference/fmha_reference.h"
+#include "reference/fmha_reference.h"
 #include "strided_index.cuh"
 
 namespace fp8attn::reference {

@@ -1,6 +1,6 @@
 #pragma once
 // Element conversions and type dispatch shared by the device reference, the generators and the comparisons.
-// Private to src/reference.
+// Private to tools/util/reference.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "element_io.cuh"
-#include "fp8attn/reference/fmha_reference.h"
+#include "reference/fmha_reference.h"
 
 namespace fp8attn::reference {
 namespace {

@@ -8,6 +8,8 @@
 //
 // Targets: fmha_host and compare_host are in fp8attn_host_reference (plain C++, runs on CPU-only machines);
 // everything else is in fp8attn_reference (CUDA), which links the former. This header includes no CUDA header.
+// Like CUTLASS's tools/util/include/cutlass/util/reference, these are tools of this project (profiler, tests),
+// not part of the installed API: include as "reference/fmha_reference.h" with tools/util on the include path.
 //
 // Semantics shared by both references (the library's, see fmha_fwd.h and CONVENTIONS.md section 3):
 //   * causal is bottom-right aligned: query row i sees keys j <= i + (seqlen_k - seqlen_q);

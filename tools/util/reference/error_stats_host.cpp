@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <limits>
 
-#include "fp8attn/reference/fmha_reference.h"
+#include "reference/fmha_reference.h"
 
 namespace fp8attn::reference {
 

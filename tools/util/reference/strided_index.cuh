@@ -1,5 +1,5 @@
 #pragma once
-// Walking a strided [batch, seqlen, heads, head_dim] operand in packed BSHD order. Private to src/reference.
+// Walking a strided [batch, seqlen, heads, head_dim] operand in packed BSHD order. Private to tools/util/reference.
 
 #include <cstdint>
 

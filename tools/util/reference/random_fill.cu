@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "element_io.cuh"
-#include "fp8attn/reference/fmha_reference.h"
+#include "reference/fmha_reference.h"
 
 namespace fp8attn::reference {
 namespace {

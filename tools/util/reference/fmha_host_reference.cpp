@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "fp8attn/reference/fmha_reference.h"
+#include "reference/fmha_reference.h"
 
 namespace fp8attn::reference {
 namespace {
