@@ -5,3 +5,4 @@ add_executable(test_host_reference ${CMAKE_CURRENT_LIST_DIR}/test_host_reference
 target_link_libraries(test_host_reference PRIVATE fp8attn_host_reference)
 target_compile_options(test_host_reference PRIVATE -Wall -Wextra)
 add_test(NAME host_reference COMMAND test_host_reference)
+set_tests_properties(host_reference PROPERTIES LABELS cpu)

@@ -1,8 +1,9 @@
-// CPU test of the float64 host reference (fp8attn::reference::fmha_host) and compare_host.
+// CPU test of the float64 host reference (fp8attn::reference::fmha_host), compare_host and the verdict (judge).
 //
 // fmha_host is checked against a second, independently written formula: GQA by expanding K and V to every query
 // head, causal masking by absolute token positions, softmax through the full score matrix and its log-sum-exp.
-// Plus hand-computed cases, rows that see no key, argument validation. Exit code: the number of failed checks.
+// Plus hand-computed cases, rows that see no key, argument validation. The verdict must catch one wrong 128-row
+// tile and one wrong row that the global relative L2 lets through. Exit code: 0 when every check passed.
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +23,9 @@ using fp8attn::fmha::FmhaProblem;
 using fp8attn::reference::compare_host;
 using fp8attn::reference::ErrorStats;
 using fp8attn::reference::fmha_host;
+using fp8attn::reference::judge;
+using fp8attn::reference::Tolerance;
+using fp8attn::reference::Verdict;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -224,13 +228,94 @@ void test_invalid_arguments() {
 }
 
 void test_compare_host() {
-  ErrorStats e = compare_host({1.0, 2.0, std::nan(""), 4.0}, {1.0, 2.0, 3.0, 4.0 + 1e-3});
-  check(e.nonfinite == 1 && e.count == 4, "compare_host: expected 1 non-finite of 4");
+  // Two rows of two elements; the NaN is in row 1.
+  ErrorStats e = compare_host({1.0, 2.0, std::nan(""), 4.0}, {1.0, 2.0, 3.0, 4.0 + 1e-3}, 2);
+  check(e.nonfinite == 1 && e.count == 4 && e.rows == 2, "compare_host: expected 1 non-finite of 4, in 2 rows");
   check(std::fabs(e.max_abs - 1e-3) < 1e-12, "compare_host: max_abs=" + std::to_string(e.max_abs));
   double const expected_rel = 1e-3 / std::sqrt(1 + 4 + 9 + (4 + 1e-3) * (4 + 1e-3));
   check(std::fabs(e.rel_l2 - expected_rel) < 1e-12, "compare_host: rel_l2=" + std::to_string(e.rel_l2));
-  ErrorStats same = compare_host({0.0, 0.0}, {0.0, 0.0});
-  check(same.rel_l2 == 0.0 && same.max_abs == 0.0, "compare_host: zeros against zeros should be exact");
+  check(e.max_row == 1 && e.max_row_rel_l2 == kInf,
+        "compare_host: the row holding the NaN should be the worst, with error inf; got row " +
+            std::to_string(e.max_row) + " error " + std::to_string(e.max_row_rel_l2));
+  ErrorStats same = compare_host({0.0, 0.0}, {0.0, 0.0}, 2);
+  check(same.rel_l2 == 0.0 && same.max_abs == 0.0 && same.max_row_rel_l2 == 0.0 && same.max_row == 0,
+        "compare_host: zeros against zeros should be exact (a row that sees no key: O = 0, reference 0)");
+  // Row errors: row 0 exact, row 1 off by 10% of its norm, row 2 (of zeros) hit by 1e-3 where the reference is 0.
+  ErrorStats rows = compare_host({3.0, 4.0, 3.3, 4.4, 1e-3, 0.0}, {3.0, 4.0, 3.0, 4.0, 0.0, 0.0}, 2);
+  check(rows.rows == 3 && rows.max_row == 2 && rows.max_row_rel_l2 > 1e300,
+        "compare_host: a non-zero output where the reference row is 0 should be the worst row, by far; got row " +
+            std::to_string(rows.max_row) + " error " + std::to_string(rows.max_row_rel_l2));
+  ErrorStats tenth = compare_host({3.0, 4.0, 3.3, 4.4}, {3.0, 4.0, 3.0, 4.0}, 2);
+  check(tenth.max_row == 1 && std::fabs(tenth.max_row_rel_l2 - 0.1) < 1e-12,
+        "compare_host: row 1 error should be 0.1, got " + std::to_string(tenth.max_row_rel_l2));
+  ErrorStats whole = compare_host({3.3, 4.4}, {3.0, 4.0}, 0);
+  check(whole.rows == 1 && std::fabs(whole.max_row_rel_l2 - whole.rel_l2) < 1e-15,
+        "compare_host: row_length 0 should make the whole tensor one row");
+}
+
+bool contains(std::string const& text, std::string const& part) { return text.find(part) != std::string::npos; }
+
+// The verdict must see a wrong tile. The output of a [1, 4096, 32, 8] problem (131072 rows) is the reference
+// times (1 + 1% noise): correct. Zeroing one 128-row tile, rows s in [128, 256) of (b=0, h=0), moves the global
+// relative L2 only to ~3e-2, under the FP8 tolerance of 5e-2, which is all the verdict checked before; each of
+// those rows has error 1, over the row tolerance of 1e-1. A single corrupted row must fail the same way.
+void test_verdict_sees_a_wrong_tile() {
+  FmhaProblem const p = make_problem(1, 32, 32, 4096, 4096, 8, false);
+  int64_t const D = p.head_dim, H = p.heads_q;
+  int64_t const rows = int64_t{p.batch} * p.seqlen_q * p.heads_q;
+  std::mt19937_64 rng(11);
+  std::vector<double> const ref = random_tensor(rows * D, rng);
+  std::vector<double> const noise = random_tensor(rows * D, rng);
+  std::vector<double> good(ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) good[i] = ref[i] * (1.0 + 0.01 * noise[i]);
+  Tolerance const fp8{5e-2, 1e-1};
+
+  ErrorStats const e = compare_host(good, ref, D);
+  Verdict const v = judge(e, fp8, p);
+  check(v.correct && e.rows == rows, "correct output: expected it to pass, got '" + v.why + "'");
+  check(e.max_row_rel_l2 < 5e-2, "correct output: max row error " + std::to_string(e.max_row_rel_l2));
+
+  // Rows [128, 256) of (b=0, h=0): row index (b * S + s) * H + h.
+  std::vector<double> tile = good;
+  for (int64_t s = 128; s < 256; ++s) std::fill_n(tile.begin() + (s * H + 0) * D, D, 0.0);
+  ErrorStats const z = compare_host(tile, ref, D);
+  Verdict const vz = judge(z, fp8, p);
+  check(z.rel_l2 <= fp8.rel_l2,
+        "zeroed tile: the global rel_l2 " + std::to_string(z.rel_l2) + " should stay under 5e-2 (else this test "
+        "would not show that the row check is needed)");
+  check(z.max_row == 128 * H && z.max_row_rel_l2 == 1.0,
+        "zeroed tile: worst row should be (b=0, s=128, h=0) = " + std::to_string(128 * H) + " with error 1, got " +
+            std::to_string(z.max_row) + " with " + std::to_string(z.max_row_rel_l2));
+  check(!vz.correct && contains(vz.why, "row (b=0, s=128, h=0) rel_l2 1.00e+00 > row tolerance 1.0e-01") &&
+            !contains(vz.why, "not finite") && !contains(vz.why, "> tolerance"),
+        "zeroed tile: expected incorrect for the row only, got '" + vz.why + "'");
+
+  // One row, (b=0, s=3000, h=17), 50% too large.
+  std::vector<double> one = good;
+  int64_t const bad_row = 3000 * H + 17;
+  for (int64_t d = 0; d < D; ++d) one[bad_row * D + d] *= 1.5;
+  ErrorStats const r = compare_host(one, ref, D);
+  Verdict const vr = judge(r, fp8, p);
+  check(r.max_row == bad_row && std::fabs(r.max_row_rel_l2 - 0.5) < 0.03 && r.rel_l2 <= fp8.rel_l2,
+        "one row: expected the worst row " + std::to_string(bad_row) + " at ~0.5 and a passing rel_l2, got row " +
+            std::to_string(r.max_row) + " at " + std::to_string(r.max_row_rel_l2));
+  check(!vr.correct && contains(vr.why, "row (b=0, s=3000, h=17) rel_l2 ") &&
+            contains(vr.why, "> row tolerance 1.0e-01"), "one row: got '" + vr.why + "'");
+
+  // One NaN: counted, and the verdict names its row.
+  std::vector<double> nan = good;
+  nan[(77 * H + 5) * D + 3] = std::nan("");
+  Verdict const vn = judge(compare_host(nan, ref, D), fp8, p);
+  check(!vn.correct && contains(vn.why, "1 of 1048576 output elements are not finite (the first in row (b=0, s=77, "
+                                        "h=5))"),
+        "one NaN: got '" + vn.why + "'");
+
+  // The global limit still holds on its own: 10% noise everywhere.
+  std::vector<double> noisy(ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) noisy[i] = ref[i] * (1.0 + 0.1 * noise[i]);
+  Verdict const vg = judge(compare_host(noisy, ref, D), fp8, p);
+  check(!vg.correct && contains(vg.why, "rel_l2 1.0") && contains(vg.why, "> tolerance 5.0e-02"),
+        "10% noise: got '" + vg.why + "'");
 }
 
 }  // namespace
@@ -250,6 +335,7 @@ int main() {
   test_no_keys();
   test_invalid_arguments();
   test_compare_host();
+  test_verdict_sees_a_wrong_tile();
   if (g_failures == 0) std::printf("test_host_reference: all checks passed\n");
   return g_failures == 0 ? 0 : 1;
 }

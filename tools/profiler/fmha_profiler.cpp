@@ -126,7 +126,7 @@ void FmhaProfiler::verify(ProblemSpec const& spec, ProblemTensors& tensors, Refe
       row->notes = "download of O: " + s.to_string();
       return;
     }
-    merge(reference::compare_host(o, refs.host_o));
+    merge(reference::compare_host(o, refs.host_o, spec.head_dim));
   }
   row->rel_error = worst.rel_l2;
   row->max_abs_error = worst.max_abs;

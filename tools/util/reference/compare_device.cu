@@ -1,8 +1,11 @@
-// compare_device: error statistics of the library's output against the float32 device reference.
+// compare_device: error statistics of the library's output against the float32 device reference, globally and
+// row by row (a row: the head_dim elements of one (b, s, h); see ErrorStats).
 //
-// Each block reduces its share of the tensor to one partial; the host sums the partials in block order, so
-// the result does not depend on scheduling (no floating-point atomics).
+// One warp per row (grid-stride over rows, so each warp visits its rows in increasing order); each block reduces
+// its warps to one partial; the host combines the partials in block order, so the result does not depend on
+// scheduling (no floating-point atomics). The worst row is the lowest-indexed one on ties, at every level.
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -18,13 +21,23 @@ namespace {
 using detail::to_float;
 
 constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 
 struct Partial {
   double err2;  // sum of (o - ref)^2 over finite o
   double ref2;  // sum of ref^2 over all elements
   double max_abs;
+  double max_row_rel_l2;  // -1 until a row is seen
+  long long max_row;      // -1 until a row is seen
   unsigned long long nonfinite;
 };
+
+// The worse of two (row error, row) pairs: the larger error, the lower row on ties; an empty one (-1) loses.
+__host__ __device__ __forceinline__ bool worse_row(double rel, long long row, double best_rel, long long best_row) {
+  if (row < 0) return false;
+  if (best_row < 0) return true;
+  return rel > best_rel || (rel == best_rel && row < best_row);
+}
 
 template <typename T>
 __device__ __forceinline__ T warp_reduce_sum(T x) {
@@ -38,40 +51,62 @@ __device__ __forceinline__ double warp_reduce_max(double x) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) compare_kernel(fmha::TensorRef o, float const* ref, int64_t count,
+__global__ void __launch_bounds__(kThreads) compare_kernel(fmha::TensorRef o, float const* ref, int64_t rows,
                                                            int64_t S, int64_t H, int64_t D, Partial* partials) {
   T const* out = static_cast<T const*>(o.ptr);
-  double err2 = 0.0, ref2 = 0.0, max_abs = 0.0;
-  unsigned long long nonfinite = 0;
-  int64_t const stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    double const x = to_float(out[detail::offset_of(o, detail::unpack_bshd(i, S, H, D))]);
-    double const r = ref[i];
-    ref2 += r * r;
-    if (!isfinite(x)) {
-      ++nonfinite;
-      continue;
-    }
-    double const e = x - r;
-    err2 += e * e;
-    max_abs = fmax(max_abs, fabs(e));
-  }
-
-  __shared__ Partial warp_partials[kThreads / 32];
   int const warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  err2 = warp_reduce_sum(err2);
-  ref2 = warp_reduce_sum(ref2);
+  // Warp-uniform after each row's reduction: every lane holds the same sums.
+  double err2 = 0.0, ref2 = 0.0, max_row_rel = -1.0;
+  long long max_row = -1;
+  double max_abs = 0.0;                 // per lane until the end
+  unsigned long long nonfinite = 0;     // warp-uniform
+  int64_t const stride = static_cast<int64_t>(gridDim.x) * kWarps;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp; row < rows; row += stride) {
+    detail::Bshd c = detail::unpack_bshd(row * D, S, H, D);
+    double row_err2 = 0.0, row_ref2 = 0.0;
+    unsigned long long row_nonfinite = 0;
+    for (int64_t d = lane; d < D; d += 32) {
+      c.d = d;
+      double const x = to_float(out[detail::offset_of(o, c)]);
+      double const r = ref[row * D + d];
+      row_ref2 += r * r;
+      if (!isfinite(x)) {
+        ++row_nonfinite;
+        continue;
+      }
+      double const e = x - r;
+      row_err2 += e * e;
+      max_abs = fmax(max_abs, fabs(e));
+    }
+    row_err2 = warp_reduce_sum(row_err2);
+    row_ref2 = warp_reduce_sum(row_ref2);
+    row_nonfinite = warp_reduce_sum(row_nonfinite);
+    err2 += row_err2;
+    ref2 += row_ref2;
+    nonfinite += row_nonfinite;
+    double const rel = row_nonfinite > 0 ? INFINITY : sqrt(row_err2) / fmax(sqrt(row_ref2), DBL_MIN);
+    if (worse_row(rel, row, max_row_rel, max_row)) {
+      max_row_rel = rel;
+      max_row = row;
+    }
+  }
   max_abs = warp_reduce_max(max_abs);
-  nonfinite = warp_reduce_sum(nonfinite);
-  if (lane == 0) warp_partials[warp] = Partial{err2, ref2, max_abs, nonfinite};
+
+  __shared__ Partial warp_partials[kWarps];
+  if (lane == 0) warp_partials[warp] = Partial{err2, ref2, max_abs, max_row_rel, max_row, nonfinite};
   __syncthreads();
   if (threadIdx.x == 0) {
     Partial total = warp_partials[0];
-    for (int w = 1; w < kThreads / 32; ++w) {
-      total.err2 += warp_partials[w].err2;
-      total.ref2 += warp_partials[w].ref2;
-      total.max_abs = fmax(total.max_abs, warp_partials[w].max_abs);
-      total.nonfinite += warp_partials[w].nonfinite;
+    for (int w = 1; w < kWarps; ++w) {
+      Partial const& p = warp_partials[w];
+      total.err2 += p.err2;
+      total.ref2 += p.ref2;
+      total.max_abs = fmax(total.max_abs, p.max_abs);
+      total.nonfinite += p.nonfinite;
+      if (worse_row(p.max_row_rel_l2, p.max_row, total.max_row_rel_l2, total.max_row)) {
+        total.max_row_rel_l2 = p.max_row_rel_l2;
+        total.max_row = p.max_row;
+      }
     }
     partials[blockIdx.x] = total;
   }
@@ -83,7 +118,8 @@ Status compare_device(fmha::device::FmhaFwd::Arguments const& args, float const*
                       StreamHandle stream) {
   if (stats == nullptr) return Status(StatusCode::kErrorNullPointer, "stats is null");
   fmha::FmhaProblem const& p = args.problem;
-  int64_t const count = static_cast<int64_t>(p.batch) * p.seqlen_q * p.heads_q * p.head_dim;
+  int64_t const rows = static_cast<int64_t>(p.batch) * p.seqlen_q * p.heads_q;
+  int64_t const count = rows * p.head_dim;
   if (p.batch < 0 || p.seqlen_q < 0 || p.heads_q < 0 || p.head_dim < 0) {
     return Status(StatusCode::kErrorInvalidProblem,
                   "problem shape has a negative extent (batch=" + std::to_string(p.batch) +
@@ -96,7 +132,7 @@ Status compare_device(fmha::device::FmhaFwd::Arguments const& args, float const*
   if (o_ref == nullptr) return Status(StatusCode::kErrorNullPointer, "o_ref is null");
 
   cudaStream_t const s = detail::to_cuda(stream);
-  unsigned const blocks = detail::grid_for(count, kThreads);
+  unsigned const blocks = detail::grid_for(rows, kWarps);
   Partial* partials = nullptr;
   if (Status st = detail::cuda_status(cudaMallocAsync(&partials, blocks * sizeof(Partial), s),
                                       "cudaMallocAsync (compare_device)");
@@ -105,7 +141,7 @@ Status compare_device(fmha::device::FmhaFwd::Arguments const& args, float const*
   }
   Status launched = detail::dispatch_type(p.output_type, "output_type", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    compare_kernel<T><<<blocks, kThreads, 0, s>>>(args.o, o_ref, count, p.seqlen_q, p.heads_q, p.head_dim, partials);
+    compare_kernel<T><<<blocks, kThreads, 0, s>>>(args.o, o_ref, rows, p.seqlen_q, p.heads_q, p.head_dim, partials);
     return detail::cuda_status(cudaGetLastError(), "compare_device launch");
   });
   std::vector<Partial> host(blocks);
@@ -121,15 +157,23 @@ Status compare_device(fmha::device::FmhaFwd::Arguments const& args, float const*
   }
   if (!copied) return copied;
 
-  double err2 = 0.0, ref2 = 0.0;
+  double err2 = 0.0, ref2 = 0.0, max_row_rel = -1.0;
+  long long max_row = -1;
   for (Partial const& part : host) {
     err2 += part.err2;
     ref2 += part.ref2;
     stats->max_abs = std::fmax(stats->max_abs, part.max_abs);
     stats->nonfinite += static_cast<int64_t>(part.nonfinite);
+    if (worse_row(part.max_row_rel_l2, part.max_row, max_row_rel, max_row)) {
+      max_row_rel = part.max_row_rel_l2;
+      max_row = part.max_row;
+    }
   }
   stats->count = count;
+  stats->rows = rows;
   stats->rel_l2 = ref2 > 0.0 ? std::sqrt(err2 / ref2) : (err2 > 0.0 ? INFINITY : 0.0);
+  stats->max_row = max_row;
+  stats->max_row_rel_l2 = max_row < 0 ? 0.0 : max_row_rel;
   return Status::success();
 }
 

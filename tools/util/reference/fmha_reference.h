@@ -18,6 +18,7 @@
 //   * softmax_scale == 0 selects 1/sqrt(head_dim); LSE is the natural log of the row's sum of exp(scores).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "fp8attn/fmha/device/fmha_fwd.h"
@@ -35,15 +36,44 @@ Status fmha_host(fmha::FmhaProblem const& problem, std::vector<double> const& q,
                  std::vector<double> const& v, double softmax_scale, std::vector<double>* o, std::vector<double>* lse);
 
 /// How far an output is from its reference. Non-finite output elements are counted, not summed.
+///
+/// A row is the head_dim elements of one (b, s, h) of a [B, S, H, D] output; row index (b * S + s) * H + h,
+/// i.e. packed BSHD order. Its error is ||out_row - ref_row||_2 / max(||ref_row||_2, DBL_MIN), +inf when the
+/// row holds a non-finite element. The global rel_l2 alone cannot see a wrong tile: one zeroed 128-row tile of
+/// 262144 rows moves it by sqrt(128 / 262144) = 2.2e-2; the row error of each of those rows is 1.
 struct ErrorStats {
-  double rel_l2 = 0.0;    ///< ||out - ref||_2 / ||ref||_2 over the finite elements of out (0/0 reads as 0)
-  double max_abs = 0.0;   ///< max |out - ref| over the finite elements of out
-  int64_t nonfinite = 0;  ///< elements of out that are NaN or +-inf
-  int64_t count = 0;      ///< elements compared
+  double rel_l2 = 0.0;          ///< ||out - ref||_2 / ||ref||_2 over the finite elements of out (0/0 reads as 0)
+  double max_abs = 0.0;         ///< max |out - ref| over the finite elements of out
+  double max_row_rel_l2 = 0.0;  ///< the largest row error (see above)
+  int64_t max_row = -1;         ///< index of the row with that error (the lowest on ties); -1: no row compared
+  int64_t nonfinite = 0;        ///< elements of out that are NaN or +-inf
+  int64_t count = 0;            ///< elements compared
+  int64_t rows = 0;             ///< rows compared
 };
 
-/// Compares two host tensors of equal size element by element (out against ref).
-ErrorStats compare_host(std::vector<double> const& out, std::vector<double> const& ref);
+/// Compares two host tensors of equal size element by element (out against ref), in rows of `row_length`
+/// elements (head_dim for an attention output; a last, shorter row is a row too). row_length < 1: the whole
+/// tensor is one row.
+ErrorStats compare_host(std::vector<double> const& out, std::vector<double> const& ref, int64_t row_length);
+
+/// The relative-L2 errors an output may have: over the whole tensor, and in every row (see ErrorStats).
+struct Tolerance {
+  double rel_l2 = 0.0;
+  double row_rel_l2 = 0.0;
+};
+
+/// The verification verdict on `stats`: correct when no element is non-finite, rel_l2 <= tolerance.rel_l2 and
+/// max_row_rel_l2 <= tolerance.row_rel_l2.
+struct Verdict {
+  bool correct = true;
+  std::string why;  ///< every limit exceeded, "; "-separated; rows named as (b=, s=, h=) of the problem
+};
+
+/// Judges `stats` of an output of `problem` ([batch, seqlen_q, heads_q, head_dim]) against `tolerance`.
+Verdict judge(ErrorStats const& stats, Tolerance const& tolerance, fmha::FmhaProblem const& problem);
+
+/// "(b=0, s=128, h=0)": the coordinates of row `row` of a [batch, seqlen, heads, head_dim] tensor.
+std::string row_coordinates(int64_t row, int64_t seqlen, int64_t heads);
 
 // ---- Device (fp8attn_reference) ---------------------------------------------------------------------
 
@@ -66,7 +96,8 @@ Status fmha_device(fmha::device::FmhaFwd::Arguments const& args, float* o_ref, f
                    StreamHandle stream = nullptr);
 
 /// Compares args.o (problem.output_type: bf16, f16 or f32, with args.o's strides) with o_ref ([B, S_q, H_q, D]
-/// packed float32) on the device. Synchronizes `stream`.
+/// packed float32) on the device, globally and row by row (rows of head_dim elements, see ErrorStats); the same
+/// statistics as compare_host. Deterministic: no floating-point atomics. Synchronizes `stream`.
 Status compare_device(fmha::device::FmhaFwd::Arguments const& args, float const* o_ref, ErrorStats* stats,
                       StreamHandle stream = nullptr);
 

@@ -9,6 +9,7 @@ include_guard(GLOBAL)
 add_library(fp8attn_host_reference STATIC
   ${CMAKE_CURRENT_LIST_DIR}/fmha_host_reference.cpp
   ${CMAKE_CURRENT_LIST_DIR}/error_stats_host.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/verdict.cpp
 )
 target_include_directories(fp8attn_host_reference PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/tools/util)
 target_compile_features(fp8attn_host_reference PUBLIC cxx_std_17)
