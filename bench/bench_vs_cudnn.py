@@ -1,6 +1,7 @@
-"""fp8attn FP8 vs cuDNN FP8 vs cuDNN/FlashAttention BF16, side by side on one GPU (CONVENTIONS.md section 4).
+"""fp8attn FP8 vs cuDNN FP8 vs cuDNN/FlashAttention BF16, side by side on one GPU.
 
-Providers, on the standard prefill suite (32768 tokens in total, H_q * D = 4096, plus GQA 64/8):
+Providers, on the standard prefill suite, bench/suites/standard.csv (the one definition, which the profiler embeds
+too: fp8attn_profiler --suite=standard; 32768 tokens per problem, H_q * D = 4096, plus GQA 64/8):
   fp8attn-fp8   the Python module (heuristic pick), e4m3 inputs with per-tensor descales, BF16 output
   cudnn-fp8     cuDNN FP8 attention through JAX (jax._src.cudnn.fused_attention_stablehlo, use_fp8=True,
                 BNTH), in a separate process with XLA_PYTHON_CLIENT_PREALLOCATE=false; its output is e4m3
@@ -8,7 +9,8 @@ Providers, on the standard prefill suite (32768 tokens in total, H_q * D = 4096,
   cudnn-bf16    torch SDPA, SDPBackend.CUDNN_ATTENTION
   flash-bf16    torch SDPA, SDPBackend.FLASH_ATTENTION
 
-FLOPs = 4 * B * H_q * S_q * S_k * D, halved for causal (S_q == S_k). Timing: warm-up, then CUDA events around
+FLOPs: flops() below, which mirrors FmhaProblem::flops() (src/fmha_fwd.cpp): 4 * B * H_q * S_q * S_k * D, halved
+for causal when S_q == S_k. Timing: warm-up, then CUDA events around
 back-to-back calls (about --target-ms per sample), median of --repeats samples; JAX has no CUDA events, so
 cudnn-fp8 is timed by wall clock around the same number of asynchronous dispatches and a final
 block_until_ready. Inputs are Gaussian and larger than L2. The error column is ||O - ref|| / ||ref|| against
@@ -18,6 +20,7 @@ This is a benchmark, never a test: it prints a table and writes what --output (C
 
     PYTHONPATH=build/python python3 bench/bench_vs_cudnn.py --output docs/perf/fmha_vs_cudnn.csv \\
         --plot docs/perf/fmha_vs_cudnn.png
+    python3 bench/bench_vs_cudnn.py --list-configs      # the suite as read, no GPU needed
 """
 
 import argparse
@@ -37,6 +40,18 @@ import time
 PROVIDERS = ["fp8attn-fp8", "cudnn-fp8", "cudnn-bf16", "flash-bf16"]
 E4M3_MAX = 448.0
 SLICE_ROWS = 128
+STANDARD_SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suites", "standard.csv")
+SUITE_COLUMNS = ("batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_dim", "causal")
+
+
+def flops(batch, heads_q, seqlen_q, seqlen_k, head_dim, causal):
+    """FLOPs of attention forward; mirrors FmhaProblem::flops() (src/fmha_fwd.cpp), which the profiler uses.
+
+    4 * B * H_q * S_q * S_k * D (two GEMMs of 2 * S_q * S_k * D each, per batch and query head), halved for
+    causal attention when S_q == S_k.
+    """
+    f = 4.0 * batch * heads_q * seqlen_q * seqlen_k * head_dim
+    return f / 2 if causal and seqlen_q == seqlen_k else f
 
 
 @dataclasses.dataclass
@@ -55,21 +70,39 @@ class Config:
 
     @property
     def flops(self):
-        f = 4.0 * self.batch * self.heads_q * self.seqlen * self.seqlen * self.head_dim
-        return f / 2 if self.causal else f
+        return flops(self.batch, self.heads_q, self.seqlen, self.seqlen, self.head_dim, self.causal)
+
+
+def read_suite(path=STANDARD_SUITE):
+    """The problems of a suite file (bench/suites/*.csv), as the profiler reads it: '#' comment lines and blank
+    lines skipped, a header naming the columns, one problem per line. This benchmark needs seqlen_q == seqlen_k."""
+    rows = []
+    with open(path, newline="") as f:
+        lines = [(n, line) for n, line in enumerate(f, 1) if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise ValueError(f"{path}: no header line")
+    reader = csv.DictReader([line for _, line in lines], skipinitialspace=True)
+    missing = [c for c in SUITE_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f"{path}:{lines[0][0]}: the header line has no column {missing[0]}")
+    for (n, _), row in zip(lines[1:], reader):
+        try:
+            v = {c: int(row[c]) for c in SUITE_COLUMNS}
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{path}:{n}: {e}") from None
+        if v["causal"] not in (0, 1):
+            raise ValueError(f"{path}:{n}: causal={v['causal']} is not 0 or 1")
+        if v["seqlen_q"] != v["seqlen_k"]:
+            raise ValueError(f"{path}:{n}: seqlen_q={v['seqlen_q']} != seqlen_k={v['seqlen_k']}; "
+                             "bench_vs_cudnn.py compares square problems only")
+        rows.append(Config(v["batch"], v["heads_q"], v["heads_kv"], v["seqlen_q"], v["head_dim"], bool(v["causal"])))
+    if not rows:
+        raise ValueError(f"{path}: no problem")
+    return rows
 
 
 def standard_suite():
-    tokens = 32768
-    suite = []
-    for s in (1024, 4096, 8192, 16384):
-        for causal in (False, True):
-            suite.append(Config(tokens // s, 32, 32, s, 128, causal))
-    for d, h in ((64, 64), (256, 16)):
-        for causal in (False, True):
-            suite.append(Config(tokens // 8192, h, h, 8192, d, causal))
-    suite.append(Config(tokens // 8192, 64, 8, 8192, 128, True))
-    return suite
+    return read_suite(STANDARD_SUITE)
 
 
 def slice_heads(cfg):
@@ -422,7 +455,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", help="CSV file to write (one row per config and provider)")
     parser.add_argument("--plot", help="PNG file to write (TFLOP/s per config and provider)")
+    parser.add_argument("--suite", default=STANDARD_SUITE, help="suite file (default: bench/suites/standard.csv)")
     parser.add_argument("--configs", default="", help="comma-separated substrings; keep configs whose name has one")
+    parser.add_argument("--list-configs", action="store_true", help="print the configs of the suite and exit")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=15, help="timed samples per measurement (median taken)")
     parser.add_argument("--target-ms", type=float, default=30.0, help="approximate length of one timed sample")
@@ -437,10 +472,16 @@ def main():
         jax_worker(args.jax_worker, args.jax_out)
         return
 
-    configs = standard_suite()
+    configs = read_suite(args.suite)
     if args.configs:
         wanted = [w for w in args.configs.split(",") if w]
         configs = [c for c in configs if any(w in c.name for w in wanted)]
+    if args.list_configs:
+        for c in configs:
+            print(f"{c.name:<28} batch={c.batch} heads_q={c.heads_q} heads_kv={c.heads_kv} seqlen={c.seqlen} "
+                  f"head_dim={c.head_dim} causal={int(c.causal)} flops={c.flops:.6g}")
+        print(f"{len(configs)} configs from {os.path.relpath(args.suite)}")
+        return
     results = {c.name: {} for c in configs}
 
     # cuDNN FP8 first, in its own process, before torch holds any GPU memory.
