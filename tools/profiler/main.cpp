@@ -1,17 +1,27 @@
-// fp8attn_profiler: verifies and times the attention kernels of this build (cutlass_profiler style).
+// fp8attn_profiler: verifies and times the operations of this build (cutlass_profiler style).
 //
-//   fp8attn_profiler                                 B=4 H=32 S=8192 D=128 e4m3, causal and not
+//   fp8attn_profiler                                 attention, B=4 H=32 S=8192 D=128 e4m3, causal and not
 //   fp8attn_profiler --suite=standard --output=standard.csv
 //   fp8attn_profiler --kernels='*causal*' --seqlen_q=1000 --seqlen_k=4097 --verification-providers=device,host
+//   fp8attn_profiler --operation=transpose_v --head_dim=64,128,256
+//   fp8attn_profiler --inject-fault=zero-tile --seqlen_q=4096      (self-test of the verifier: exit code 3)
+//
+// Every check of the command line (values, problem count, --kernels, --output, fault injection) comes first and
+// exits with code 2; only then is the GPU opened (code 1 when there is none).
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "fmha_profiler.h"
+#include "device.h"
 #include "fp8attn/library/operation.h"
+#include "operation_list.h"
+#include "operation_profiler.h"
 #include "options.h"
 #include "problem_space.h"
 #include "report.h"
@@ -25,98 +35,101 @@ constexpr int kExitNoDevice = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitBadRows = 3;
 
-// The library launches through the driver API in the CURRENT context, so the runtime's primary context must
-// be made current before the first call into it (cudaFree(0) forces its creation).
-bool open_device(cudaDeviceProp* prop) {
-  int count = 0;
-  cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    std::fprintf(stderr, "fp8attn_profiler: no CUDA device available (%s)\n",
-                 err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount returned 0");
-    return false;
-  }
-  if ((err = cudaSetDevice(0)) != cudaSuccess || (err = cudaFree(nullptr)) != cudaSuccess ||
-      (err = cudaGetDeviceProperties(prop, 0)) != cudaSuccess) {
-    std::fprintf(stderr, "fp8attn_profiler: cannot initialize CUDA device 0: %s\n", cudaGetErrorString(err));
-    return false;
-  }
-  // Kernels and the device reference are built for sm_90a only; anything else cannot run a single row.
-  if (prop->major != 9) {
-    std::fprintf(stderr, "fp8attn_profiler: device 0 (%s) is sm_%d%d; fp8attn is built for Hopper (sm_90a)\n",
-                 prop->name, prop->major, prop->minor);
-    return false;
-  }
-  return true;
-}
+/// A profiler with the problems it will run.
+struct Plan {
+  std::unique_ptr<OperationProfiler> profiler;
+  std::vector<ProblemSpec> problems;
+};
 
-// --list needs no GPU: the registry is compiled into the library.
-void print_operations(std::string const& filter) {
-  std::printf("# %zu attention instances compiled with triton %s\n", fp8attn::library::fmha_operations().size(),
-              fp8attn::library::triton_version());
-  std::printf("%-84s %12s %13s %4s\n", "operation", "launch_warps", "shared_bytes", "lse");
-  for (fp8attn::library::FmhaDescription const& d : fp8attn::library::fmha_operations()) {
-    if (!fp8attn::library::matches_filter(d.name, filter)) continue;
-    std::printf("%-84s %12d %13d %4s\n", d.name.c_str(), d.launch_warps, d.shared_bytes, d.writes_lse ? "yes" : "no");
+// The profilers --operation selects, each with its problems; --kernels must match at least one compiled operation
+// of a selected kind (a kind it matches nothing of is dropped, with a note). Throws UsageError. Allocates nothing
+// on the device.
+std::vector<Plan> plan_run(Options const& options) {
+  std::vector<Plan> plans;
+  std::string kinds;
+  for (std::unique_ptr<OperationProfiler>& profiler : make_profilers(options)) {
+    kinds += std::string(kinds.empty() ? "" : ", ") + profiler->name();
+    std::vector<std::string> const names = profiler->operation_names();
+    bool const matched = std::any_of(names.begin(), names.end(), [&options](std::string const& name) {
+      return fp8attn::library::matches_filter(name, options.kernels);
+    });
+    if (!matched) {
+      if (!options.kernels.empty() && options.operation == "all") {
+        std::fprintf(stderr, "note: --kernels=%s matches no compiled %s operation; %s is not profiled\n",
+                     options.kernels.c_str(), profiler->name(), profiler->name());
+      }
+      continue;
+    }
+    std::vector<ProblemSpec> problems = profiler->problems();
+    if (problems.empty()) {
+      throw UsageError(std::string("the options select no ") + profiler->name() + " problem" +
+                       (profiler->kind() == fp8attn::library::OperationKind::kTransposeV
+                            ? " (transpose_v moves one-byte types: --dtype=e4m3)"
+                            : ""));
+    }
+    plans.push_back({std::move(profiler), std::move(problems)});
   }
-}
-
-int operation_width() {
-  size_t width = 24;
-  for (fp8attn::library::FmhaDescription const& d : fp8attn::library::fmha_operations()) {
-    width = std::max(width, d.name.size());
+  if (plans.empty()) {
+    if (!options.kernels.empty()) {
+      throw UsageError("--kernels=" + options.kernels + ": matches no compiled " + kinds + " operation (see --list)");
+    }
+    throw UsageError("this build has no compiled " + kinds + " operation");
   }
-  return static_cast<int>(width);
+  return plans;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options options;
+  std::vector<Plan> plans;
+  Report report;
   try {
     options = parse_options(argc, argv);
+    if (options.help) {
+      std::fputs(usage().c_str(), stdout);
+      return kExitOk;
+    }
+    if (options.list) {
+      print_operations(options);
+      return kExitOk;
+    }
+    plans = plan_run(options);
+    // Opened (truncated) before the device, so that an unwritable path is a usage error like any other.
+    if (!options.output.empty()) {
+      if (fp8attn::Status s = report.open_csv(options.output); !s) throw UsageError(s.message());
+    }
   } catch (UsageError const& e) {
     std::fprintf(stderr, "fp8attn_profiler: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (options.help) {
-    std::fputs(usage().c_str(), stdout);
-    return kExitOk;
-  }
-  if (options.list) {
-    print_operations(options.kernels);
-    return kExitOk;
-  }
-  std::vector<ProblemSpec> const problems = enumerate_problems(options);
-  if (problems.empty()) {
-    std::fprintf(stderr, "fp8attn_profiler: the options select no problem\n");
     return kExitUsage;
   }
 
   cudaDeviceProp prop{};
   if (!open_device(&prop)) return kExitNoDevice;
-
-  Report report;
-  if (!options.output.empty()) {
-    if (fp8attn::Status s = report.open_csv(options.output); !s) {
-      std::fprintf(stderr, "fp8attn_profiler: %s\n", s.message().c_str());
-      return kExitUsage;
-    }
-  }
   cudaStream_t stream = nullptr;
   if (cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); err != cudaSuccess) {
     std::fprintf(stderr, "fp8attn_profiler: cudaStreamCreate failed: %s\n", cudaGetErrorString(err));
     return kExitNoDevice;
   }
 
-  std::printf("# device 0: %s (sm_%d%d, %d SMs); %zu attention instances compiled with triton %s; %zu problems\n",
-              prop.name, prop.major, prop.minor, prop.multiProcessorCount, fp8attn::library::fmha_operations().size(),
-              fp8attn::library::triton_version(), problems.size());
-  report.print_header(operation_width());
+  size_t problems = 0, width = 24;
+  std::string kinds;
+  for (Plan const& plan : plans) {
+    problems += plan.problems.size();
+    kinds += std::string(kinds.empty() ? "" : ", ") + plan.profiler->name();
+    for (std::string const& name : plan.profiler->operation_names()) width = std::max(width, name.size());
+  }
+  std::printf("# device 0: %s (sm_%d%d, %d SMs); triton %s; %s; %zu problems%s\n", prop.name, prop.major, prop.minor,
+              prop.multiProcessorCount, fp8attn::library::triton_version(), kinds.c_str(), problems,
+              options.inject_fault == Fault::kNone ? "" : "; FAULT INJECTED (--inject-fault): rows must be incorrect");
+  report.print_header(static_cast<int>(width));
 
-  FmhaProfiler profiler(options, &report, stream);
   bool usable = true;
-  for (ProblemSpec const& spec : problems) {
-    if (!(usable = profiler.profile(spec))) break;
+  for (Plan& plan : plans) {
+    for (ProblemSpec const& spec : plan.problems) {
+      if (!(usable = plan.profiler->profile(spec, stream, &report))) break;
+    }
+    if (!usable) break;
   }
   cudaStreamDestroy(stream);
 

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string_view>
+#include <utility>
 
 namespace fp8attn::profiler {
 namespace {
@@ -24,6 +26,17 @@ std::vector<std::string> split(std::string const& s, char sep) {
   throw UsageError("--" + flag + "=" + value + ": " + why);
 }
 
+// The items of a comma list. An empty value, or an empty item (",4", "1,", "1,,2"), is an error naming the item's
+// position: every later step may then assume an item has at least one character.
+std::vector<std::string> split_list(std::string const& flag, std::string const& value) {
+  if (value.empty()) bad_value(flag, value, "expected a value");
+  std::vector<std::string> items = split(value, ',');
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty()) bad_value(flag, value, "item " + std::to_string(i + 1) + " of the list is empty");
+  }
+  return items;
+}
+
 int64_t parse_int(std::string const& flag, std::string const& text, std::string const& whole) {
   if (text.empty()) bad_value(flag, whole, "empty number");
   errno = 0;
@@ -36,10 +49,15 @@ int64_t parse_int(std::string const& flag, std::string const& text, std::string 
 // "1024", "1024,4096", "1024:8192:1024" (end inclusive; step defaults to 1), or a mix of these.
 std::vector<int> parse_int_list(std::string const& flag, std::string const& value, int min_value) {
   std::vector<int> out;
-  if (value.empty()) bad_value(flag, value, "expected a value");
-  for (std::string const& item : split(value, ',')) {
+  for (std::string const& item : split_list(flag, value)) {
     std::vector<std::string> const range = split(item, ':');
     if (range.size() > 3) bad_value(flag, value, "'" + item + "' is not start:end[:step]");
+    static char const* const kField[] = {"start", "end", "step"};
+    for (size_t f = 0; f < range.size(); ++f) {
+      if (range[f].empty()) {
+        bad_value(flag, value, std::string("the ") + kField[f] + " of '" + item + "' (start:end:step) is empty");
+      }
+    }
     int64_t const start = parse_int(flag, range[0], value);
     int64_t const end = range.size() > 1 ? parse_int(flag, range[1], value) : start;
     int64_t const step = range.size() > 2 ? parse_int(flag, range[2], value) : 1;
@@ -58,7 +76,7 @@ std::vector<int> parse_int_list(std::string const& flag, std::string const& valu
 
 std::vector<bool> parse_bool_list(std::string const& flag, std::string const& value) {
   std::vector<bool> out;
-  for (std::string const& item : split(value, ',')) {
+  for (std::string const& item : split_list(flag, value)) {
     if (item == "1" || item == "true") {
       out.push_back(true);
     } else if (item == "0" || item == "false") {
@@ -67,29 +85,26 @@ std::vector<bool> parse_bool_list(std::string const& flag, std::string const& va
       bad_value(flag, value, "'" + item + "' is not one of 0, 1, true, false");
     }
   }
-  if (out.empty()) bad_value(flag, value, "expected a value");
   return out;
 }
 
 std::vector<DataType> parse_dtype_list(std::string const& flag, std::string const& value) {
   std::vector<DataType> out;
-  for (std::string const& item : split(value, ',')) {
+  for (std::string const& item : split_list(flag, value)) {
     std::optional<DataType> t = parse_data_type(item);
     if (!t || *t == DataType::kF32) bad_value(flag, value, "'" + item + "' is not an input type (e4m3, bf16)");
     out.push_back(*t);
   }
-  if (out.empty()) bad_value(flag, value, "expected a value");
   return out;
 }
 
 std::vector<Layout> parse_layout_list(std::string const& flag, std::string const& value) {
   std::vector<Layout> out;
-  for (std::string const& item : split(value, ',')) {
+  for (std::string const& item : split_list(flag, value)) {
     std::optional<Layout> l = parse_layout(item);
     if (!l) bad_value(flag, value, "'" + item + "' is not a layout (bshd, bhsd)");
     out.push_back(*l);
   }
-  if (out.empty()) bad_value(flag, value, "expected a value");
   return out;
 }
 
@@ -104,7 +119,7 @@ int parse_count(std::string const& flag, std::string const& value, int min_value
 void parse_verification_providers(std::string const& flag, std::string const& value, Options* o) {
   o->verify_device = o->verify_host = false;
   bool none = false;
-  for (std::string const& item : split(value, ',')) {
+  for (std::string const& item : split_list(flag, value)) {
     if (item == "device") {
       o->verify_device = true;
     } else if (item == "host") {
@@ -116,12 +131,11 @@ void parse_verification_providers(std::string const& flag, std::string const& va
     }
   }
   if (none && (o->verify_device || o->verify_host)) bad_value(flag, value, "'none' cannot be combined");
-  if (!none && !o->verify_device && !o->verify_host) bad_value(flag, value, "expected a value");
 }
 
 void parse_providers(std::string const& flag, std::string const& value, Options* o) {
   o->profile_heuristic = o->profile_instances = false;
-  for (std::string const& item : split(value, ',')) {
+  for (std::string const& item : split_list(flag, value)) {
     if (item == "fp8attn") {
       o->profile_heuristic = true;
     } else if (item == "instance") {
@@ -130,7 +144,6 @@ void parse_providers(std::string const& flag, std::string const& value, Options*
       bad_value(flag, value, "'" + item + "' is not one of fp8attn, instance");
     }
   }
-  if (!o->profile_heuristic && !o->profile_instances) bad_value(flag, value, "expected a value");
 }
 
 // Flags are matched with '_' and '-' treated alike: --heads_q and --heads-q, --warmup-iterations and
@@ -138,6 +151,32 @@ void parse_providers(std::string const& flag, std::string const& value, Options*
 std::string normalize(std::string name) {
   std::replace(name.begin(), name.end(), '_', '-');
   return name;
+}
+
+// "%.0f" up to 2^53 (exact), else "%.3g": the size of a cartesian product, for a message.
+std::string count_text(double count) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), count < 9007199254740992.0 ? "%.0f" : "%.3g", count);
+  return buf;
+}
+
+// The number of problems the axes expand to (before heads_q/heads_kv pairs that do not divide are skipped);
+// a UsageError naming the count and the axes when it exceeds kMaxProblems. Computed in double: each axis
+// holds at most 100000 values, so the exact product of nine of them can exceed int64.
+void check_problem_count(ProblemAxes const& a) {
+  std::pair<char const*, size_t> const axes[] = {
+      {"batch", a.batch.size()},       {"heads_q", a.heads_q.size()},   {"heads_kv", a.heads_kv.size()},
+      {"seqlen_q", a.seqlen_q.size()}, {"seqlen_k", a.seqlen_k.size()}, {"head_dim", a.head_dim.size()},
+      {"causal", a.causal.size()},     {"dtype", a.dtype.size()},       {"layout", a.layout.size()}};
+  double count = 1.0;
+  std::string factors;
+  for (auto const& [name, size] : axes) {
+    count *= static_cast<double>(std::max<size_t>(size, 1));  // an empty heads_kv / seqlen_k follows the query side
+    if (size > 1) factors += std::string(factors.empty() ? "" : " x ") + name + " " + std::to_string(size);
+  }
+  if (count <= static_cast<double>(kMaxProblems)) return;
+  throw UsageError("the problem axes expand to " + count_text(count) + " problems (" + factors +
+                   "), more than the limit of " + std::to_string(kMaxProblems) + " per run; narrow the ranges");
 }
 
 }  // namespace
@@ -172,8 +211,14 @@ Options parse_options(int argc, char const* const* argv) {
     std::string const key = normalize(name);
 
     if (key == "operation") {
-      if (value != "fmha") bad_value(name, value, "unknown operation (supported: fmha)");
-      o.operation = value;
+      if (value == "fmha_fwd" || value == "fmha") {
+        o.operation = "fmha_fwd";
+      } else if (value == "transpose_v" || value == "all") {
+        o.operation = value;
+      } else {
+        bad_value(name, value, "unknown operation (supported: fmha_fwd (alias fmha), transpose_v, all)");
+      }
+      o.operation_given = true;
     } else if (key == "kernels") {
       o.kernels = value;
     } else if (key == "suite") {
@@ -219,6 +264,21 @@ Options parse_options(int argc, char const* const* argv) {
         bad_value(name, value, "must be a positive number");
       }
       o.tolerance = t;
+    } else if (key == "verification-row-tolerance") {
+      char* end = nullptr;
+      double const t = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size() || !(t > 0.0)) {
+        bad_value(name, value, "must be a positive number");
+      }
+      o.row_tolerance = t;
+    } else if (key == "inject-fault") {
+      if (value == "zero-tile") {
+        o.inject_fault = Fault::kZeroTile;
+      } else if (value == "none") {
+        o.inject_fault = Fault::kNone;
+      } else {
+        bad_value(name, value, "unknown fault (supported: zero-tile, none)");
+      }
     } else if (key == "host-verification-limit") {
       o.host_verification_limit = parse_int(name, value, value);
       if (o.host_verification_limit < 0) bad_value(name, value, "must be >= 0");
@@ -241,6 +301,14 @@ Options parse_options(int argc, char const* const* argv) {
     throw UsageError("--suite=" + o.suite + " fixes the problem shapes; it cannot be combined with --" +
                      problem_flags_given.front() + " (only --dtype and --layout apply to a suite)");
   }
+  if (o.suite.empty()) check_problem_count(o.axes);
+  if (o.inject_fault != Fault::kNone) {
+    std::string const flag = std::string("--inject-fault=") + to_string(o.inject_fault);
+    if (o.operation == "transpose_v") throw UsageError(flag + " applies to fmha_fwd only (--operation=transpose_v)");
+    if (!o.verify_device && !o.verify_host) {
+      throw UsageError(flag + " checks the verifier, which --verification-providers=none turns off");
+    }
+  }
   return o;
 }
 
@@ -250,12 +318,34 @@ double tolerance_for(Options const& options, DataType dtype) {
   return fp8 ? 5e-2 : 1e-2;
 }
 
+double row_tolerance_for(Options const& options, DataType dtype) {
+  if (options.row_tolerance) return *options.row_tolerance;
+  return 2.0 * tolerance_for(options, dtype);
+}
+
+char const* to_string(Fault fault) {
+  switch (fault) {
+    case Fault::kNone:
+      return "none";
+    case Fault::kZeroTile:
+      return "zero-tile";
+  }
+  return "unknown";
+}
+
 std::string usage() {
-  return R"(fp8attn_profiler: verify and time every fp8attn attention instance on the current GPU.
+  return R"(fp8attn_profiler: verify and time every fp8attn operation (attention, V transpose) on the current GPU.
 
-Usage: fp8attn_profiler [--operation=fmha] [problem flags | --suite=standard] [options]
+Usage: fp8attn_profiler [--operation=fmha_fwd] [problem flags | --suite=standard] [options]
 
-Problem flags (comma lists and start:end:step ranges, end inclusive; the cartesian product is profiled):
+Operations:
+  --operation=fmha_fwd        fmha_fwd (attention forward; alias: fmha), transpose_v (V -> V^T for the FP8
+                              kernels, through fmha::device::TransposeV; byte-exact against a host copy, GB/s
+                              counts bytes read + written), or all. transpose_v takes the V operand of each
+                              attention problem: [batch, seqlen_k, heads_kv, head_dim], one-byte types only.
+
+Problem flags (comma lists and start:end:step ranges, end inclusive; the cartesian product is profiled, at most
+1000000 problems):
   --batch=4                   batch size
   --heads_q=32                query heads
   --heads_kv=H                key/value heads (default: heads_q; heads_q must be a multiple)
@@ -265,18 +355,21 @@ Problem flags (comma lists and start:end:step ranges, end inclusive; the cartesi
   --causal=0,1                0/1 or false/true; causal is bottom-right aligned
   --dtype=e4m3                input type: e4m3, bf16 (output is bf16)
   --layout=bshd               bshd or bhsd, for Q, K, V and O
-  --suite=standard            the standard prefill suite (32768 tokens; D=128 at S=1k..16k, D=64 and D=256 at
-                              S=8k, each causal and not; GQA 64/8 heads D=128 S=8k causal). Only --dtype and
-                              --layout combine with it.
+  --suite=standard            the standard prefill suite, bench/suites/standard.csv (embedded at build time;
+                              bench/bench_vs_cudnn.py reads the same file): 32768 tokens per problem, H_q*D =
+                              4096; D=128 at S=512..16k, D=64 and D=256 at S=2k and 8k, each causal and not;
+                              GQA 64/8 heads D=128 S=8k causal. Only --dtype and --layout combine with it.
 
 Kernels and providers:
-  --list                      print the compiled instances (those matching --kernels) and exit; needs no GPU
-  --kernels=FILTER            only instances whose names match (',' = OR, '*' = ordered substrings). With a
-                              filter, every matching instance of --dtype gets a row (not_supported when
-                              can_implement refuses); without one, only instances that can run the problem.
+  --list                      print the compiled operations of every kind (of --operation's kind when given)
+                              that match --kernels, and exit; needs no GPU
+  --kernels=FILTER            only operations whose names match (',' = OR, '*' = ordered substrings); a filter
+                              that matches no compiled operation is an error. With a filter, every matching
+                              instance gets a row (not_supported when can_implement refuses); without one,
+                              only instances that can run the problem.
   --providers=fp8attn,instance
-                              fp8attn: the heuristic's pick (its kernel is named in the operation column);
-                              instance: each compiled instance, forced by name.
+                              fp8attn: the library's own pick (for fmha_fwd the heuristic's kernel is named in
+                              the operation column); instance: each compiled instance, forced by name.
 
 Measurement:
   --warmup-iterations=10      untimed runs first
@@ -284,14 +377,24 @@ Measurement:
   --verification-providers=device
                               device (float32 reference on the GPU), host (float64 on the CPU, only when
                               B*H_q*S_q*S_k*D <= --host-verification-limit, default 2^28), or none
-  --verification-tolerance=T  relative L2 error allowed (default 5e-2 for e4m3, 1e-2 for bf16)
+  --verification-tolerance=T  relative L2 error of the whole output (default 5e-2 for e4m3, 1e-2 for bf16)
+  --verification-row-tolerance=T
+                              relative L2 error of each output row, the head_dim elements of one (b, s, h):
+                              ||o_row - ref_row|| / ||ref_row||; default twice the tolerance (1e-1 for e4m3,
+                              2e-2 for bf16). The global error alone cannot see one wrong 128-row tile of a
+                              large output. Column row_err: the largest row error (its row is named in the
+                              notes when over the row tolerance).
+  --inject-fault=zero-tile    self-test of the verifier: after each fmha_fwd run and before verification,
+                              zero rows [128, 256) of O of (batch 0, head 0), i.e. one 128-row tile (needs
+                              seqlen_q > 128). Every such row must then be reported incorrect (exit code 3).
   --output=FILE.csv           also write the rows as CSV
   --seed=2024                 seed of the input generator
 
-Dispositions: passed, incorrect (non-finite outputs or error over tolerance), failed (an error; see notes),
-not_supported (can_implement refused; see notes), not_verified (--verification-providers=none).
-Exit code: 0 all rows passed or not supported, 1 no usable GPU or a fatal CUDA error, 2 bad arguments,
-3 some row failed or was incorrect.
+Dispositions: passed, incorrect (non-finite outputs, error over the tolerance, or a row over the row
+tolerance; for transpose_v any byte that differs), failed (an error; see notes), not_supported (can_implement
+refused; see notes), not_verified (--verification-providers=none).
+Exit code: 0 all rows passed or not supported, 1 no usable GPU (no NVIDIA driver, no device) or a fatal CUDA
+error, 2 bad arguments (found before the GPU is opened), 3 some row failed or was incorrect.
 )";
 }
 

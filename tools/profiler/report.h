@@ -10,14 +10,18 @@
 
 namespace fp8attn::profiler {
 
-/// One profiled (problem, provider, kernel). Measurements that were not taken stay empty.
+/// One profiled (problem, provider, kernel): one line of the table and of the CSV. Measurements that were not
+/// taken stay empty.
 struct Row {
-  std::string operation_kind = "fmha";
+  std::string operation_kind;  ///< "fmha_fwd", "transpose_v" (OperationProfiler::name())
   ProblemSpec problem;
-  std::string provider;     ///< "fp8attn" (heuristic pick) or "instance" (forced by name)
+  std::string provider;     ///< "fp8attn" (the library's pick) or "instance" (forced by name)
   std::string operation;    ///< the kernel's name
   std::string disposition;  ///< passed, incorrect, failed, not_supported, not_verified
-  std::optional<double> runtime_ms, tflops, gbps, rel_error, max_abs_error;
+  std::optional<double> runtime_ms, tflops, gbps;
+  std::optional<double> rel_error;       ///< relative L2 error of the whole output
+  std::optional<double> max_row_error;   ///< the largest relative L2 error of one output row (b, s, h)
+  std::optional<double> max_abs_error;
   std::string notes;
 };
 

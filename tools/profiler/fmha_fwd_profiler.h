@@ -1,28 +1,30 @@
 #pragma once
 // Profiling of attention forward: per problem, the candidate kernels (the heuristic's pick and the compiled
-// instances), each verified against the references and timed.
+// instances), each verified against the references (globally and row by row) and timed.
 
 #include <string>
 #include <vector>
 
 #include "fp8attn/fmha/device/fmha_fwd.h"
 #include "fp8attn/status.h"
-#include "options.h"
-#include "problem_space.h"
-#include "report.h"
+#include "operation_profiler.h"
 
 namespace fp8attn::profiler {
 
 class ProblemTensors;
 
-class FmhaProfiler {
+class FmhaFwdProfiler : public OperationProfiler {
  public:
-  FmhaProfiler(Options const& options, Report* report, StreamHandle stream)
-      : options_(options), report_(report), stream_(stream) {}
+  using OperationProfiler::OperationProfiler;
 
-  /// Adds one row per candidate of `spec` to the report. Returns false when the GPU is no longer usable
-  /// (a sticky CUDA error), after which nothing more can be measured in this process.
-  bool profile(ProblemSpec const& spec);
+  library::OperationKind kind() const override { return library::OperationKind::kFmhaFwd; }
+  char const* name() const override { return "fmha_fwd"; }
+  /// The attention instances of this build (library::fmha_operations()).
+  std::vector<std::string> operation_names() const override;
+  /// The problems of the axes or the suite. With --inject-fault=zero-tile every problem needs seqlen_q > 128.
+  std::vector<ProblemSpec> problems() const override;
+  /// Adds one row per candidate of `spec` to the report.
+  bool profile(ProblemSpec const& spec, StreamHandle stream, Report* report) override;
 
  private:
   /// One kernel to profile for a problem, and whether it can run it.
@@ -43,17 +45,12 @@ class FmhaProfiler {
   };
 
   std::vector<Candidate> candidates(ProblemSpec const& spec, fmha::device::FmhaFwd::Arguments const& args) const;
-  References compute_references(ProblemSpec const& spec, ProblemTensors& tensors) const;
+  References compute_references(ProblemSpec const& spec, ProblemTensors& tensors, StreamHandle stream) const;
   Row run_candidate(ProblemSpec const& spec, Candidate const& candidate, ProblemTensors& tensors,
-                    References const& refs) const;
+                    References const& refs, StreamHandle stream) const;
   /// Fills `row` with the verification verdict for the output currently in tensors.o().
-  void verify(ProblemSpec const& spec, ProblemTensors& tensors, References const& refs, Row* row) const;
-  /// Clears a non-sticky CUDA error; false when the context is broken for good.
-  bool device_usable() const;
-
-  Options const& options_;
-  Report* report_;
-  StreamHandle stream_;
+  void verify(ProblemSpec const& spec, ProblemTensors& tensors, References const& refs, StreamHandle stream,
+              Row* row) const;
 };
 
 }  // namespace fp8attn::profiler

@@ -1,0 +1,35 @@
+// The profilers of each operation kind, and what they share.
+
+#include "operation_profiler.h"
+
+#include <cuda_runtime.h>
+
+#include "fmha_fwd_profiler.h"
+#include "transpose_v_profiler.h"
+
+namespace fp8attn::profiler {
+
+std::vector<std::unique_ptr<OperationProfiler>> make_profilers(Options const& options) {
+  std::vector<std::unique_ptr<OperationProfiler>> out;
+  if (options.operation == "fmha_fwd" || options.operation == "all") {
+    out.push_back(std::make_unique<FmhaFwdProfiler>(options));
+  }
+  if (options.operation == "transpose_v" || options.operation == "all") {
+    out.push_back(std::make_unique<TransposeVProfiler>(options));
+  }
+  return out;
+}
+
+Status sync_stream(StreamHandle stream, char const* what) {
+  cudaError_t const err = cudaStreamSynchronize(stream);
+  if (err == cudaSuccess) return Status::success();
+  return Status(StatusCode::kErrorCudaDriver,
+                std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+}
+
+bool device_usable() {
+  cudaGetLastError();  // clears an error that is not sticky
+  return cudaDeviceSynchronize() == cudaSuccess;
+}
+
+}  // namespace fp8attn::profiler
