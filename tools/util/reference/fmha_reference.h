@@ -6,7 +6,7 @@
 //                   for problems too large for the host.
 //   * input generators, NaN poisoning and output comparison on the device, for the profiler and GPU tests.
 //
-// Targets: fmha_host and compare_host are in fp8attn_host_reference (plain C++, runs on CPU-only machines);
+// Targets: fmha_host, compare_host and judge are in fp8attn_host_reference (plain C++, runs on CPU-only machines);
 // everything else is in fp8attn_reference (CUDA), which links the former. This header includes no CUDA header.
 // Like CUTLASS's tools/util/include/cutlass/util/reference, these are tools of this project (profiler, tests),
 // not part of the installed API: include as "reference/fmha_reference.h" with tools/util on the include path.
