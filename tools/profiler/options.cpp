@@ -314,7 +314,7 @@ Options parse_options(int argc, char const* const* argv) {
 
 double tolerance_for(Options const& options, DataType dtype) {
   if (options.tolerance) return *options.tolerance;
-  bool const fp8 = dtype == DataType::kE4M3 || dtype == DataType::kE5M2;
+  bool const fp8 = is_fp8(dtype);
   return fp8 ? 5e-2 : 1e-2;
 }
 
