@@ -4,14 +4,27 @@ Accuracy rule (CONVENTIONS.md section 5, FlashAttention's): on inputs already ro
 type, the kernel's error against a float64 reference must not exceed twice the error of an emulation that
 rounds where the kernel rounds, plus a small atol. Errors are ||O - ref|| / ||ref|| over the whole output.
 
-The emulation follows kernels/fmha_fwd.py: per KV tile of block_n columns, P = exp(S - rowmax(S_tile)) * 2^8
-rounded to the input type (e4m3 or bf16) against the tile's own row maximum (floored at 2^-64 of the running
-maximum), each tile's P V in a fresh float32 accumulator added to O in a per-row frame, O = acc / l rounded to
-bf16 (l sums the unrounded P, as the kernel does). Keep it in step with the kernel.
+The emulation follows kernels/fmha_fwd/fmha_fwd_triton.py, with its constants from kernels/common/numerics.py:
+per KV tile of block_n columns, P = exp(S - rowmax(S_tile)) * 2^8 rounded to the input type (e4m3 or bf16)
+against the tile's own row maximum (floored at 2^-64 of the running maximum), each tile's P V in a fresh
+float32 accumulator added to O in a per-row frame, O = acc / l rounded to bf16 (l sums the unrounded P, as the
+kernel does). Keep it in step with the kernel.
 """
 
 import dataclasses
 import math
+import os
+import sys
+
+# The kernels' numerical constants come from kernels/common/numerics.py, the module the Triton kernels read,
+# so that the emulation cannot drift from what the kernel computes.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels"))
+from common.numerics import E4M3_MAX, LN2, LOG2E, NEG_BIG, P_EXPONENT_BIAS, REF_FLOOR  # noqa: E402
+
+try:
+    from common.numerics import VT_SEQ_ALIGN  # noqa: E402
+except ImportError:  # numerics.py does not export it yet: the runtime's V^T row alignment, in elements
+    VT_SEQ_ALIGN = 16
 
 
 def _probe():
@@ -51,12 +64,13 @@ ATOL = 1e-3
 # LSE (natural log) tolerance: |lse - ref| <= LSE_ATOL + LSE_RTOL * |ref|.
 LSE_ATOL = {"e4m3": 2e-2, "bf16": 5e-3}
 LSE_RTOL = 1e-3
-# Constants of kernels/fmha_fwd.py, which the emulation mirrors.
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
-NEG_BIG = -1.0e30          # finite stand-in for -inf in the running maximum
-P_EXPONENT_BIAS = 8.0      # P is stored as p * 2^8 before rounding
-REF_FLOOR = 64.0           # a tile's P reference is never more than 2^64 below the running maximum
+# The kernel constants the emulation mirrors (LOG2E, LN2, NEG_BIG, P_EXPONENT_BIAS, REF_FLOOR, E4M3_MAX,
+# VT_SEQ_ALIGN) are imported from kernels/common/numerics.py at the top of this module.
+
+
+def vt_seqlen_pad(seqlen):
+    """Row length of a sequence-contiguous (V^T) operand: seqlen rounded up to VT_SEQ_ALIGN elements."""
+    return (seqlen + VT_SEQ_ALIGN - 1) // VT_SEQ_ALIGN * VT_SEQ_ALIGN
 
 
 # ---- Problems and inputs -------------------------------------------------------------------------------
@@ -150,7 +164,7 @@ def quantize_with(x, descale, heads_kv):
     """E4M3 of a [B, S, H, D] float tensor with a given [1] or [B|1, H_kv|1] descale."""
     batch, _, heads, _ = x.shape
     d = expand_descale(descale, batch, heads, heads_kv).float()[:, None, :, None]
-    return (x.float() / d).clamp(-448.0, 448.0).to(E4M3)
+    return (x.float() / d).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3)
 
 
 def quantize(x, mode, heads_kv):
@@ -225,13 +239,23 @@ def _rows(seqlen_q, rows, device):
     return torch.arange(seqlen_q, device=device) if rows is None else rows.to(device)
 
 
-def reference(qf, kf, vf, causal, scale, rows=None, max_elems=1 << 27):
-    """float64 attention on [B, S, H, D] inputs. rows: query rows to compute (default all).
-    Returns O [B, R, H, D] and LSE [B, H, R] (natural log; -inf and O = 0 for rows that see no key)."""
-    batch, seqlen_q, heads, head_dim = qf.shape
+def _query_rows(qf, rows, seqlen_q):
+    """(q rows [B, R, H, D], row indices [R], seqlen_q). With seqlen_q given, qf holds only the rows `rows` of
+    a sequence of seqlen_q queries (for problems too large to dequantize whole); otherwise all of them."""
+    if seqlen_q is None:
+        rows = _rows(qf.shape[1], rows, qf.device)
+        return qf[:, rows], rows, qf.shape[1]
+    assert rows is not None and len(rows) == qf.shape[1], "with seqlen_q, qf holds exactly the rows `rows`"
+    return qf, rows.to(qf.device), seqlen_q
+
+
+def reference(qf, kf, vf, causal, scale, rows=None, max_elems=1 << 27, seqlen_q=None):
+    """float64 attention on [B, S, H, D] inputs. rows: query rows to compute (default all); with seqlen_q,
+    qf holds only those rows (see _query_rows). Returns O [B, R, H, D] and LSE [B, H, R] (natural log; -inf
+    and O = 0 for rows that see no key)."""
+    qf, rows, seqlen_q = _query_rows(qf, rows, seqlen_q)
+    batch, _, heads, head_dim = qf.shape
     seqlen_k = kf.shape[1]
-    rows = _rows(seqlen_q, rows, qf.device)
-    qf = qf[:, rows]
     o = torch.zeros((batch, len(rows), heads, head_dim), dtype=torch.float64, device=qf.device)
     lse = torch.full((batch, heads, len(rows)), float("-inf"), dtype=torch.float64, device=qf.device)
     if seqlen_k == 0 or len(rows) == 0:
@@ -253,15 +277,15 @@ def reference(qf, kf, vf, causal, scale, rows=None, max_elems=1 << 27):
     return o, lse
 
 
-def emulate(qf, kf, vf, causal, scale, block_n, p_dtype, rows=None, out_dtype=None):
-    """float32 emulation of kernels/fmha_fwd.py's arithmetic (exp2 domain, per-row frame; see the module
-    docstring). Returns O as float64 (after rounding to out_dtype, bf16 by default) [B, R, H, D] and the
-    natural-log LSE [B, H, R]."""
+def emulate(qf, kf, vf, causal, scale, block_n, p_dtype, rows=None, out_dtype=None, seqlen_q=None):
+    """float32 emulation of the attention kernel's arithmetic (exp2 domain, per-row frame; see the module
+    docstring). rows and seqlen_q as in reference(). Returns O as float64 (after rounding to out_dtype, bf16
+    by default) [B, R, H, D] and the natural-log LSE [B, H, R]."""
     out_dtype = out_dtype or BF16
-    batch, seqlen_q, heads, head_dim = qf.shape
+    qf, rows, seqlen_q = _query_rows(qf, rows, seqlen_q)
+    batch, _, heads, head_dim = qf.shape
     seqlen_k = kf.shape[1]
-    rows = _rows(seqlen_q, rows, qf.device)
-    qh, kh, vh = _heads_first(qf[:, rows].float(), kf.float(), vf.float())
+    qh, kh, vh = _heads_first(qf.float(), kf.float(), vf.float())
     qk_scale = scale * LOG2E
     shape = (batch, heads, len(rows))
     m = torch.full(shape, NEG_BIG, dtype=torch.float32, device=qf.device)  # running maximum (log2 domain)
@@ -362,7 +386,8 @@ def block_n_of(name):
 
 def run_and_check(inp, causal=False, softmax_scale=None, kernel_name=None, out=None, what=""):
     """fmha_fwd on `inp` with return_lse, then every check: written, exact zeros/-inf on empty rows,
-    accuracy rule against float64 and the emulation, LSE against logsumexp. Returns a dict of errors."""
+    accuracy rule against float64 and the emulation, LSE against logsumexp. Returns a dict: the kernel's name,
+    the errors, and the outputs o (in inp's layout) and lse (None when the instance writes no LSE)."""
     import fp8attn
     kw = inp.kwargs()
     # A forced instance that cannot write LSE (warp-specialized) is checked on O alone.
@@ -389,7 +414,7 @@ def run_and_check(inp, causal=False, softmax_scale=None, kernel_name=None, out=N
     ref_o, ref_lse = reference(inp.qf, inp.kf, inp.vf, causal, scale)
     err, err_emu = check_accuracy(o_bshd, inp, causal, scale, block_n, what, ref_o=ref_o)
     lse_err = check_lse(lse, ref_lse, inp.dtype, empty, what) if lse is not None else None
-    return dict(kernel=name, err=err, err_emu=err_emu, lse_err=lse_err)
+    return dict(kernel=name, err=err, err_emu=err_emu, lse_err=lse_err, o=o, lse=lse)
 
 
 def check_problem(p, seed, kernel_name=None):
