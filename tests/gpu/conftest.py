@@ -16,6 +16,11 @@ import pytest
 import fmha_utils as fu
 
 
+def pytest_configure(config):
+    # test_fmha_large.py: tens of GiB and about a minute; `-m "not large"` leaves it out.
+    config.addinivalue_line("markers", "large: needs tens of GiB of GPU memory (sizes past 32-bit limits)")
+
+
 def pytest_report_header(config):
     if fu.SKIP_REASON:
         return f"fp8attn GPU tests: skipped ({fu.SKIP_REASON})"
