@@ -2,6 +2,11 @@
 # Everything the H200 has to show, in one device call: build (with the Python module), every test (CPU and
 # GPU), the profiler over the standard suite, and the benchmark against cuDNN. Logs and CSVs go to $OUT.
 #   STEPS="build test profile bench" bash scripts/device_check.sh
+# Steps not in the default set (each needs a build, i.e. the build step in the same call or a kept build/):
+#   sanitize   scripts/sanitize.sh: compute-sanitizer memcheck, racecheck, initcheck, synccheck (~6 min)
+#   hostbench  host overhead per call: bench/bench_host_overhead.py (Python, vs torch SDPA, with CUDA graphs)
+#              and build/bench/fp8attn_bench_host_overhead (C++), under a minute
+#   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fp8attn_out}
@@ -31,5 +36,16 @@ if step bench; then
   PYTHONPATH=build/python timeout 300 python3 bench/bench_vs_cudnn.py --output "$OUT/bench_vs_cudnn.csv" \
     --plot "$OUT/bench_vs_cudnn.png" > "$OUT/bench.txt" 2>&1 || status=1
   tail -30 "$OUT/bench.txt"
+fi
+if step sanitize; then
+  OUT="$OUT" scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1 || status=1
+  tail -8 "$OUT/sanitize.txt"
+fi
+if step hostbench; then
+  PYTHONPATH=build/python timeout 300 python3 bench/bench_host_overhead.py --cuda-graph \
+    --csv "$OUT/host_overhead_python.csv" > "$OUT/hostbench.txt" 2>&1 || status=1
+  timeout 300 build/bench/fp8attn_bench_host_overhead --csv="$OUT/host_overhead_cpp.csv" >> "$OUT/hostbench.txt" 2>&1 \
+    || status=1
+  cat "$OUT/hostbench.txt"
 fi
 exit $status
