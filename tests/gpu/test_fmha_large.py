@@ -140,7 +140,7 @@ def test_strides_past_int32(which, dtype, seed):
         dense = fu.make_inputs(p, seed)
         q, k, v = (strided_copy(x, which) for x in (dense.q, dense.k, dense.v))
         out = strided_copy(torch.empty(dense.q.shape, dtype=fu.BF16, device=fu.DEVICE), which, fill=float("nan"))
-        assert max(q.stride()) >= 1 << 31 and max(out.stride()) >= 1 << 31
+        assert max(q.stride()) >= BIG_STRIDE and max(out.stride()) >= BIG_STRIDE
         inp = fu.Inputs(q, k, v, dense.q_descale, dense.k_descale, dense.v_descale, "bshd", dense.qf, dense.kf,
                         dense.vf)
         fu.run_and_check(inp, causal=causal, out=out, what=f"stride_{which}={BIG_STRIDE} {causal_id(causal)} ")
