@@ -46,8 +46,9 @@ def fresh_gpu_memory():
 
 
 def run_sampled(what, dtype, causal, batch, seqlen, heads_q, heads_kv, head_dim, pairs, rows, seed):
-    """Gaussian inputs, fmha_fwd with LSE, then a Sample of (pairs x rows). Every full-size tensor is local to
-    this function, so all of them are freed when it returns."""
+    """Gaussian inputs, fmha_fwd with LSE, then a Sample of (pairs x rows). Q, K and V are local to this
+    function and freed when it returns; O, LSE and the workspace stay with conftest's guarded allocator (which
+    checks their guard bytes) until the test ends."""
     gen = fu.generator(seed)
     q, qd = fs.gaussian((batch, seqlen, heads_q, head_dim), dtype, gen)
     k, kd = fs.gaussian((batch, seqlen, heads_kv, head_dim), dtype, gen)
