@@ -3,8 +3,9 @@
 #   memcheck, racecheck, initcheck, synccheck, each over
 #     (a) fp8attn_profiler: head dims 64/128/256, e4m3 and bf16, causal and not, odd lengths (1, 17, 113, 1000),
 #         GQA and MQA, S_q != S_k (causal rows that see no key), bhsd, and every compiled instance once
-#         (--providers=instance, including the warp-specialized even-N ones), one run each
-#         (--profiling-iterations=1 --warmup-iterations=0) plus the device reference's verification;
+#         (--providers=instance, including the warp-specialized even-N ones and every V transpose), attention
+#         and V transpose (--operation=all), one run each (--profiling-iterations=1 --warmup-iterations=0)
+#         plus the device reference's verification;
 #     (b) the C++ two-contexts test (tests/gpu/test_two_contexts.cpp: several contexts, LSE written).
 #   racecheck instruments every shared-memory access and is the slow one: it gets smaller lengths (17, 300)
 #   and leaves the test harness's kernels (namespace fp8attn::reference: input fill, device reference,
@@ -68,16 +69,16 @@ SUPPRESS_synccheck=()
 COMMON_PROFILER=(--profiling-iterations=1 --warmup-iterations=0 --verification-providers=device)
 # Full set: memcheck, initcheck, synccheck.
 FULL_RUNS=(
-  "$PROFILER ${COMMON_PROFILER[*]} --batch=2 --heads_q=4 --heads_kv=2 --seqlen_q=1,17,113,1000 --head_dim=64,128,256 --dtype=e4m3,bf16 --causal=0,1"
+  "$PROFILER ${COMMON_PROFILER[*]} --operation=all --batch=2 --heads_q=4 --heads_kv=2 --seqlen_q=1,17,113,1000 --head_dim=64,128,256 --dtype=e4m3,bf16 --causal=0,1"
   "$PROFILER ${COMMON_PROFILER[*]} --batch=1 --heads_q=8 --heads_kv=1 --seqlen_q=113,1000 --seqlen_k=17,1000 --head_dim=128 --dtype=e4m3,bf16 --causal=0,1 --layout=bshd,bhsd"
-  "$PROFILER ${COMMON_PROFILER[*]} --providers=instance --batch=1 --heads_q=2 --seqlen_q=256 --head_dim=64,128,256 --dtype=e4m3,bf16 --causal=0,1"
+  "$PROFILER ${COMMON_PROFILER[*]} --operation=all --providers=instance --batch=1 --heads_q=2 --seqlen_q=256 --head_dim=64,128,256 --dtype=e4m3,bf16 --causal=0,1"
   "$TWO_CONTEXTS"
 )
 # Small set: racecheck (shared-memory hazards depend on the code path, not the size: lengths below one tile,
 # a full tile plus a masked tail, the causal diagonal, and every instance once).
 RACE_RUNS=(
   "$PROFILER ${COMMON_PROFILER[*]} --batch=1 --heads_q=2 --heads_kv=1 --seqlen_q=17,300 --head_dim=64,128,256 --dtype=e4m3,bf16 --causal=0,1"
-  "$PROFILER ${COMMON_PROFILER[*]} --providers=instance --batch=1 --heads_q=1 --seqlen_q=256 --head_dim=64,128,256 --dtype=e4m3,bf16 --causal=0,1"
+  "$PROFILER ${COMMON_PROFILER[*]} --operation=all --providers=instance --batch=1 --heads_q=1 --seqlen_q=256 --head_dim=64,128,256 --dtype=e4m3,bf16 --causal=0,1"
   "$TWO_CONTEXTS"
 )
 
