@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "fp8attn/fmha/device/fmha_fwd.h"
+#include "fp8attn/fmha/device/transpose_v.h"
 #include "fp8attn/library/operation.h"
 #include "fp8attn/status.h"
 #include "fp8attn/types.h"
@@ -326,6 +327,7 @@ NB_MODULE(_fp8attn_ext, m) {
       "Operands are [batch, seqlen, heads, head_dim] tensors (or [batch, heads, seqlen, head_dim] with\n"
       "bhsd=True) with any strides, head_dim contiguous. fp8attn/fmha.py is the documented API.";
   m.attr("__version__") = FP8ATTN_VERSION_STRING;
+  m.attr("VT_SEQ_ALIGN") = fp8attn::fmha::kVtSeqAlign;  // V^T rows are padded to this many elements
 
   m.def(
       "register_dtypes",

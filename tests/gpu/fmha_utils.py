@@ -21,11 +21,6 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels"))
 from common.numerics import E4M3_MAX, LN2, LOG2E, NEG_BIG, P_EXPONENT_BIAS, REF_FLOOR  # noqa: E402
 
-try:
-    from common.numerics import VT_SEQ_ALIGN  # noqa: E402
-except ImportError:  # numerics.py does not export it yet: the runtime's V^T row alignment, in elements
-    VT_SEQ_ALIGN = 16
-
 
 def _probe():
     """Why the GPU tests cannot run here, or None."""
@@ -64,13 +59,17 @@ ATOL = 1e-3
 # LSE (natural log) tolerance: |lse - ref| <= LSE_ATOL + LSE_RTOL * |ref|.
 LSE_ATOL = {"e4m3": 2e-2, "bf16": 5e-3}
 LSE_RTOL = 1e-3
-# The kernel constants the emulation mirrors (LOG2E, LN2, NEG_BIG, P_EXPONENT_BIAS, REF_FLOOR, E4M3_MAX,
-# VT_SEQ_ALIGN) are imported from kernels/common/numerics.py at the top of this module.
+# The kernel constants the emulation mirrors (LOG2E, LN2, NEG_BIG, P_EXPONENT_BIAS, REF_FLOOR, E4M3_MAX) are
+# imported from kernels/common/numerics.py at the top of this module.
 
 
 def vt_seqlen_pad(seqlen):
-    """Row length of a sequence-contiguous (V^T) operand: seqlen rounded up to VT_SEQ_ALIGN elements."""
-    return (seqlen + VT_SEQ_ALIGN - 1) // VT_SEQ_ALIGN * VT_SEQ_ALIGN
+    """Row length of a sequence-contiguous (V^T) operand: seqlen rounded up to the runtime's V^T row alignment
+    (fp8attn::fmha::kVtSeqAlign, exported by the module)."""
+    import fp8attn
+
+    align = fp8attn._fp8attn_ext.VT_SEQ_ALIGN
+    return (seqlen + align - 1) // align * align
 
 
 # ---- Problems and inputs -------------------------------------------------------------------------------
