@@ -23,7 +23,7 @@ if step build; then
   echo "build: $(( $(date +%s) - start )) s"
 fi
 if step profile; then
-  build/tools/profiler/fp8attn_profiler --suite=standard --output="$OUT/profiler_standard.csv" > "$OUT/profiler.txt" 2>&1 || status=1
+  build/tools/profiler/fp8attn_profiler --operation=all --suite=standard --output="$OUT/profiler_standard.csv" > "$OUT/profiler.txt" 2>&1 || status=1
   cat "$OUT/profiler.txt" | cut -c1-230
 fi
 if step test; then
