@@ -29,8 +29,8 @@ fi
 if step test; then
   ctest --test-dir build --output-on-failure > "$OUT/ctest.log" 2>&1 || status=1
   grep -E "tests passed|Failed|\*\*\*|passed,|failed," "$OUT/ctest.log" | tail -15
-  # The pytest summary lines of the GPU suite (the full log is in ctest.log).
-  grep -E "^(FAILED|ERROR)|[0-9]+ (passed|failed)" "$OUT/ctest.log" | tail -25
+  # The pytest summary of the GPU suite: ctest keeps every test's output in LastTest.log, passed or not.
+  grep -E "^(FAILED|ERROR|SKIPPED)|[0-9]+ (passed|failed|skipped)" build/Testing/Temporary/LastTest.log | tail -25
 fi
 if step bench; then
   PYTHONPATH=build/python timeout 300 python3 bench/bench_vs_cudnn.py --output "$OUT/bench_vs_cudnn.csv" \
