@@ -1,11 +1,13 @@
 """Operation fmha_fwd: attention forward. Configuration, procedural name, kernel parameters, C++ record.
 
-    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_<family>]
+    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_<family>]
 
     layout  "strided": any (batch, seq, head) strides with head_dim contiguous (BSHD and BHSD alike)
     mask    "causal" or "full"
     ws      warp-specialized main loop (a producer partition issues the TMA loads)
     evenn   no masked tail: only valid when seqlen_k % BN == 0 and not causal
+    vnat    FP8 only: reads V in its natural (head_dim-contiguous) layout and transposes each tile on chip,
+            instead of reading the V^T that a separate transpose kernel writes (one launch per call, not two)
     family  omitted for "triton"; otherwise the family that compiles it (e.g. "gluon")
 """
 
@@ -38,6 +40,7 @@ class FmhaConfig:
     even_n: bool = False
     layout: str = "strided"
     family: str = "triton"
+    v_natural: bool = False
 
     operation = NAME
 
@@ -45,13 +48,18 @@ class FmhaConfig:
     def is_fp8(self):
         return self.qk_type in ("e4m3", "e5m2")
 
+    @property
+    def reads_v_transposed(self):
+        """FP8 wgmma wants V sequence-contiguous: read V^T, unless the kernel transposes V tiles itself."""
+        return self.is_fp8 and not self.v_natural
+
 
 # ---- Name ------------------------------------------------------------------------------------------------
 
 _RE = re.compile(
     rf"fp8attn_{ARCH}_fmha_fwd_(?P<qk>[a-z0-9]+)_(?P<v>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<out>[a-z0-9]+)_"
     r"(?P<bm>\d+)x(?P<bn>\d+)x(?P<d>\d+)_w(?P<w>\d+)_s(?P<s>\d+)_(?P<layout>strided)_(?P<mask>causal|full)"
-    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?:_(?P<family>gluon))?")
+    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?:_(?P<family>gluon))?")
 
 
 def name_of(c: FmhaConfig) -> str:
@@ -62,6 +70,8 @@ def name_of(c: FmhaConfig) -> str:
         name += "_ws"
     if c.even_n:
         name += "_evenn"
+    if c.v_natural:
+        name += "_vnat"
     if c.family != "triton":
         name += f"_{c.family}"
     return name
@@ -77,7 +87,7 @@ def parse(name: str):
             raise ValueError(f"kernel name {name!r}: unknown type {m[field]!r}")
     return FmhaConfig(m["qk"], m["v"], m["acc"], m["out"], int(m["bm"]), int(m["bn"]), int(m["d"]),
                       int(m["w"]), int(m["s"]), m["mask"] == "causal", bool(m["ws"]), bool(m["evenn"]),
-                      m["layout"], m["family"] or "triton")
+                      m["layout"], m["family"] or "triton", bool(m["vnat"]))
 
 
 # ---- Kernel parameters (the one list: signature, PTX check and C++ packing all come from it) --------------
@@ -119,7 +129,7 @@ def compile_spec(c: FmhaConfig):
     types = {"Q": f"*{io}", "K": f"*{io}", "V": f"*{TRITON_TYPES[c.v_type]}", "O": f"*{TRITON_TYPES[c.out_type]}",
              "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32"}
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "V_TRANSPOSED": c.is_fp8, "WARP_SPECIALIZE": c.warp_specialized, "EVEN_N": c.even_n}
+                  "V_TRANSPOSED": c.reads_v_transposed, "WARP_SPECIALIZE": c.warp_specialized, "EVEN_N": c.even_n}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -131,7 +141,7 @@ def check_sass(c: FmhaConfig, mma_counts):
 
 def requires(c: FmhaConfig):
     """Helper instances this one cannot run without: FP8 reads V transposed (transpose_v of its head dim)."""
-    if not c.is_fp8:
+    if not c.reads_v_transposed:
         return []
     from operations.transpose_v import TransposeConfig
 
@@ -150,4 +160,4 @@ def cpp_config(c: FmhaConfig):
     return ("fmha::detail::FmhaKernelConfig",
             f"{{DataType::{t[c.qk_type]}, DataType::{t[c.v_type]}, DataType::{t[c.acc_type]}, "
             f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
-            f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}}}")
+            f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}}}")

@@ -4,8 +4,8 @@ The wrapper allocates the output and the LSE with torch on the inputs' device an
 call. The C++ side reads the tensors (pointers, shapes, strides, dtypes, devices) directly, checks what the
 library's Arguments cannot express (ranks, shapes that must agree, dtypes, devices), validates the rest
 (FmhaFwd::can_implement: head dims, GQA ratios, alignment, descales, forced kernel names), asks back for a
-workspace only when one is needed (`_allocate`, torch's caching allocator) and launches on torch's current
-stream. Errors are ValueError naming the argument. Host cost per call: see bench/bench_host_overhead.py.
+workspace only when one is needed (`_workspace_alloc`, torch's caching allocator) and launches on torch's
+current stream. Errors are ValueError naming the argument. Host cost per call: see bench/bench_host_overhead.py.
 """
 
 import torch
@@ -26,8 +26,22 @@ except AttributeError:  # pragma: no cover - older torch
 
 
 def _allocate(shape, dtype, device):
-    """Every buffer fp8attn allocates (output, LSE, workspace) comes from here; tests replace it to poison them."""
+    """Every tensor fp8attn allocates (output, LSE) comes from here; tests replace it to poison them."""
     return torch.empty(shape, dtype=dtype, device=device)
+
+
+# The workspace is raw memory from torch's caching allocator (no tensor object: a tensor costs several
+# microseconds of host time per call). Stream-ordered like a tensor's storage: freed right after the launch,
+# the block is reused only by work queued after it on the same stream; CUDA-graph capture takes it from the
+# graph's pool. Tests replace both functions to guard and poison the workspace.
+try:
+    _workspace_alloc = torch._C._cuda_cudaCachingAllocator_raw_alloc  # (nbytes, stream) -> address
+    _workspace_free = torch._C._cuda_cudaCachingAllocator_raw_delete  # (address)
+except AttributeError:  # pragma: no cover - a torch without the raw entry points
+    def _workspace_alloc(nbytes, stream):
+        return torch.cuda.caching_allocator_alloc(nbytes, stream=stream)
+
+    _workspace_free = torch.cuda.caching_allocator_delete
 
 
 def _stream_and_device(q):
@@ -59,10 +73,6 @@ def _call(fn, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, r
     return result, out, lse
 
 
-def _allocate_workspace(device):
-    return lambda nbytes: _allocate((nbytes,), torch.uint8, device)
-
-
 def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
              return_lse=False, kernel_name=None, out=None, layout="bshd"):
     """Attention forward: O = softmax(Q K^T * softmax_scale) V, FP8 (e4m3) or BF16 inputs, BF16 output.
@@ -87,14 +97,13 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     stream, current = _stream_and_device(q) if isinstance(q, torch.Tensor) else (0, True)
     if current:
         _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                            return_lse, kernel_name, out, layout, stream=stream,
-                            allocate=_allocate_workspace(q.device))
+                            return_lse, kernel_name, out, layout, stream=stream, allocate=_workspace_alloc,
+                            release=_workspace_free)
     else:
         with torch.cuda.device(q.device):
             _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                                return_lse, kernel_name, out, layout, stream=stream,
-                                allocate=_allocate_workspace(q.device))
-    # The caching allocator orders the workspace's reuse after this stream's work: freeing it here is safe.
+                                return_lse, kernel_name, out, layout, stream=stream, allocate=_workspace_alloc,
+                                release=_workspace_free)
     return (out, lse) if return_lse else out
 
 

@@ -254,34 +254,32 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
 
 // ---- Bound functions ---------------------------------------------------------------------------------
 
-/// Runs attention forward on `stream`; `allocate(nbytes)` returns a CUDA uint8 tensor when a workspace is
-/// needed (called at most once). Returns the name of the instance that ran.
-char const* fmha_fwd(Call const& c, uintptr_t stream_handle, nb::handle allocate) {
+/// Runs attention forward on `stream`. When a workspace is needed, `allocate(nbytes, stream)` returns its
+/// device address (an int; torch's caching allocator, stream-ordered) and `release(address)` is called once
+/// the launches are queued, whatever happened. Returns the name of the instance that ran.
+char const* fmha_fwd(Call const& c, uintptr_t stream_handle, nb::handle allocate, nb::handle release) {
   int device = 0;
   FmhaFwd::Arguments const args = make_arguments(c, &device);
   if (Status s = FmhaFwd::can_implement(args); !s) raise_status(s);
   size_t const needed = FmhaFwd::get_workspace_size(args);
-  nb::object workspace;  // keeps the allocation referenced until the launch is queued
+  nb::object workspace;
   void* workspace_ptr = nullptr;
   if (needed > 0) {
-    workspace = allocate(needed);
-    TensorView w = read("workspace", workspace);
-    int64_t bytes = w.ndim > 0 ? w.shape[0] : 0;
-    if (w.device != device || bytes < static_cast<int64_t>(needed)) {
-      raise_value_error("workspace: the allocator returned ", bytes, " bytes on device ", w.device, "; need ", needed,
-                        " on cuda:", device);
-    }
-    workspace_ptr = reinterpret_cast<void*>(w.data);
+    workspace = allocate(needed, stream_handle);
+    workspace_ptr = reinterpret_cast<void*>(nb::cast<uintptr_t>(workspace));
   }
   auto stream = reinterpret_cast<fp8attn::StreamHandle>(stream_handle);
   FmhaFwd op;
   Status status;
   {
     // Module loading and launching touch no Python object; the tensors stay referenced by the caller.
-    nb::gil_scoped_release release;
+    nb::gil_scoped_release unlocked;
     status = op.initialize(args, workspace_ptr, stream);
     if (status) status = op.run(stream);
   }
+  // Freed after the launches are queued: the caching allocator reuses the block only for work ordered after
+  // them on this stream.
+  if (workspace.is_valid()) release(workspace);
   if (!status) raise_status(status);
   return op.kernel_name();
 }
@@ -340,10 +338,13 @@ NB_MODULE(_fp8attn_ext, m) {
 
   m.def(
       "fmha_fwd",
-      [](FP8ATTN_CALL_PARAMS, uintptr_t stream, nb::handle allocate) { return fmha_fwd(FP8ATTN_CALL, stream, allocate); },
-      FP8ATTN_CALL_NB_ARGS, "stream"_a, "allocate"_a,
-      "Attention forward into `out` (and `lse`) on `stream` (a cudaStream_t as int). `allocate(nbytes)` returns a\n"
-      "uint8 CUDA tensor for the workspace when one is needed. Returns the name of the instance that ran.\n"
+      [](FP8ATTN_CALL_PARAMS, uintptr_t stream, nb::handle allocate, nb::handle release) {
+        return fmha_fwd(FP8ATTN_CALL, stream, allocate, release);
+      },
+      FP8ATTN_CALL_NB_ARGS, "stream"_a, "allocate"_a, "release"_a,
+      "Attention forward into `out` (and `lse`) on `stream` (a cudaStream_t as int). When a workspace is needed,\n"
+      "`allocate(nbytes, stream)` returns its device address and `release(address)` frees it after the launch.\n"
+      "Returns the name of the instance that ran.\n"
       "Raises ValueError for invalid arguments, RuntimeError for CUDA driver or internal failures.");
 
   m.def(

@@ -46,13 +46,14 @@ bool read_tensor(char const* name, PyObject* object, TensorView* view) {
 
   *view = TensorView{};
   if (object == Py_None) return true;
-  if (!PyObject_HasAttr(object, s_data_ptr) || !PyObject_HasAttr(object, s_stride)) {
+  view->present = true;
+  PyObject* shape = PyObject_GetAttr(object, s_shape);
+  if (!shape) {
+    // Not a tensor (no shape): say what was expected instead of the AttributeError.
+    PyErr_Clear();
     PyErr_Format(PyExc_TypeError, "%s: expected a torch.Tensor, got %s", name, Py_TYPE(object)->tp_name);
     return false;
   }
-  view->present = true;
-  PyObject* shape = PyObject_GetAttr(object, s_shape);
-  if (!shape) return false;
   if (!PyTuple_Check(shape)) {
     Py_DECREF(shape);
     PyErr_Format(PyExc_TypeError, "%s: its shape is not a tuple", name);

@@ -14,7 +14,9 @@ using fp8attn::detail::kKernelInstances;
 using fp8attn::detail::kNumKernelInstances;
 using library::OperationKind;
 
-bool instance_supports(KernelInstance const& instance, FmhaProblem const& p, bool wants_lse, std::string* why) {
+bool instance_supports(KernelInstance const& instance, Arguments const& args, std::string* why) {
+  FmhaProblem const& p = args.problem;
+  bool const wants_lse = args.lse != nullptr;
   // The message is built only when asked for (why != nullptr): the heuristic calls this on every run.
   auto fail = [&](auto make_text) {
     if (why) *why = make_text();
@@ -53,6 +55,12 @@ bool instance_supports(KernelInstance const& instance, FmhaProblem const& p, boo
              std::to_string(k.block_n) + " (evenn instances have no masked tail)";
     });
   }
+  if (k.fp8() && !k.v_transposed && args.v.stride_d != 1) {
+    return fail([&] {
+      return "v.stride_d=" + std::to_string(args.v.stride_d) +
+             " but the instance reads V head_dim-contiguous (vnat); give V with stride_d=1";
+    });
+  }
   return true;
 }
 
@@ -72,7 +80,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
       KernelInstance const& k = *kKernelInstances[i];
       if (k.kind == OperationKind::kFmhaFwd && args.kernel_name == k.name) {
         std::string why;
-        if (!instance_supports(k, args.problem, args.lse != nullptr, &why)) {
+        if (!instance_supports(k, args, &why)) {
           return Status(StatusCode::kErrorNotSupported, "kernel_name=" + args.kernel_name + " cannot run this problem: " + why);
         }
         *instance = &k;
@@ -83,7 +91,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
                   "kernel_name=" + args.kernel_name + " is not compiled in this build (list: fp8attn_profiler --list)");
   }
   for (size_t i = 0; i < kNumKernelInstances; ++i) {
-    if (instance_supports(*kKernelInstances[i], args.problem, args.lse != nullptr, nullptr)) {
+    if (instance_supports(*kKernelInstances[i], args, nullptr)) {
       *instance = kKernelInstances[i];
       return Status::success();
     }

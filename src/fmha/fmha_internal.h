@@ -32,8 +32,9 @@ Status validate(Arguments const& args);
 
 // ---- heuristic (fmha_heuristic.cpp) ----
 
-/// Whether `instance` computes `problem` (and LSE when `wants_lse`); if not, *why names the field and value.
-bool instance_supports(KernelInstance const& instance, FmhaProblem const& problem, bool wants_lse, std::string* why);
+/// Whether `instance` computes args' problem (and LSE when args.lse is set, with V in args' layout); if not,
+/// *why names the field and value.
+bool instance_supports(KernelInstance const& instance, Arguments const& args, std::string* why);
 /// The instance forced by args.kernel_name, or the heuristic's pick for args.problem.
 Status select_instance(Arguments const& args, KernelInstance const** instance);
 /// The V-transpose instance for this head dim (or the one named), or nullptr.

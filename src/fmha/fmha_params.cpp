@@ -22,7 +22,7 @@ char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) 
 }  // namespace
 
 bool needs_v_transpose(Arguments const& args, KernelInstance const& instance) {
-  return fmha_config(instance).fp8() && args.v.stride_d == 1 && args.problem.seqlen_k > 0;
+  return fmha_config(instance).v_transposed && args.v.stride_d == 1 && args.problem.seqlen_k > 0;
 }
 
 int64_t attention_programs(FmhaProblem const& p, KernelInstance const& instance) {
@@ -122,7 +122,7 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, void* wo
     vh = static_cast<int64_t>(p.head_dim) * w.seqlen_pad;
     vb = vh * p.heads_kv;
     vs = w.seqlen_pad;
-  } else if (fmha_config(instance).fp8()) {
+  } else if (fmha_config(instance).v_transposed) {
     vs = args.v.stride_d;  // the caller's V is already sequence-contiguous: head_dim rows of stride_d elements
   }
 

@@ -87,6 +87,11 @@ def guarded_allocations(monkeypatch):
     import fp8attn.fmha
     alloc = GuardedAllocator()
     monkeypatch.setattr(fp8attn.fmha, "_allocate", alloc)
+    # The workspace is raw memory (an address): hand out a guarded buffer's address, and keep the buffer until
+    # the guards are checked (release is a no-op here).
+    monkeypatch.setattr(fp8attn.fmha, "_workspace_alloc",
+                        lambda nbytes, stream: alloc((nbytes,), fu.torch.uint8, "cuda").data_ptr())
+    monkeypatch.setattr(fp8attn.fmha, "_workspace_free", lambda address: None)
     yield alloc
     fu.torch.cuda.synchronize()
     alloc.check_guards()

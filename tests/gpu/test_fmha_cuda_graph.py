@@ -59,8 +59,15 @@ def assert_same(got, want, what):
         assert torch.equal(lse, lse_ref), f"{what}: LSE differs from the eager call"
 
 
+@pytest.mark.parametrize("allocator", ["guarded", "raw"])
 @pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_graph_replay_is_bit_exact(case, seed):
+def test_graph_replay_is_bit_exact(case, allocator, seed, monkeypatch):
+    """allocator "raw": the workspace comes from the library's own path (torch's caching allocator, raw
+    addresses) instead of the tests' guarded buffers, so that capture with the production allocator is covered."""
+    if allocator == "raw":
+        import fp8attn.fmha
+        monkeypatch.setattr(fp8attn.fmha, "_workspace_alloc", torch._C._cuda_cudaCachingAllocator_raw_alloc)
+        monkeypatch.setattr(fp8attn.fmha, "_workspace_free", torch._C._cuda_cudaCachingAllocator_raw_delete)
     dtype, causal, return_lse, seqlen_k = case
     fu.require_compiled(dtype, 128, causal)
     p = Problem(batch=2, seqlen_q=300, seqlen_k=seqlen_k, heads_q=4, heads_kv=2, causal=causal, dtype=dtype)
