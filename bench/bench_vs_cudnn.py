@@ -1,4 +1,4 @@
-"""fp8attn FP8 vs cuDNN FP8 vs cuDNN/FlashAttention BF16, side by side on one GPU (CONVENTIONS.md section 4).
+"""fp8attn FP8 vs cuDNN FP8 vs cuDNN/FlashAttention BF16, side by side on one GPU (docs/CONVENTIONS.md, Measuring).
 
 Providers, on the standard prefill suite (32768 tokens in total, H_q * D = 4096, plus GQA 64/8):
   fp8attn-fp8   the Python module (heuristic pick), e4m3 inputs with per-tensor descales, BF16 output

@@ -3,7 +3,7 @@
 The C++ launchers (src/fmha_launch.cpp) pack arguments in exactly the order of `param_names`; the compiler
 checks the PTX entry against `param_types` so a mismatch fails the build instead of a launch.
 
-Specialization decides speed (CONVENTIONS.md section 6): pointers and strides carry tt.divisibility=16, as
+Specialization (docs/CONVENTIONS.md, "Specialization hints"): pointers and strides carry tt.divisibility=16, as
 the JIT would give them, and `can_implement` checks every actual pointer and stride against that. Sequence
 lengths are not hinted, so one instance serves every length.
 """

@@ -5,7 +5,7 @@ One program computes one BLOCK_M x HEAD_DIM tile of O for one (batch, head_q):
     S = (Q K^T) * softmax_scale * q_descale * k_descale        (FP32 accumulators)
     P = exp(S - rowmax(S)),  O = (P V) * v_descale / rowsum(P)
 
-FP8 specifics (see CONVENTIONS.md section 3):
+FP8 specifics (see docs/CONVENTIONS.md, "FP8 numerics"):
   * Each KV tile's P is rounded to the input type against the tile's OWN row maximum and multiplied by
     2^P_EXPONENT_BIAS before the cast, so that the largest probability of every tile lands near the top of
     e4m3's range. Rounding against the running maximum instead flushes everything below ~2^-9 of it to

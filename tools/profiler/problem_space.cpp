@@ -61,7 +61,7 @@ std::vector<ProblemSpec> enumerate_problems(Options const& options) {
 }
 
 std::vector<ProblemSpec> standard_suite(std::vector<DataType> const& dtypes, std::vector<Layout> const& layouts) {
-  // 32768 tokens per problem (batch = 32768 / S) and H_q * D = 4096, as in CONVENTIONS.md section 4.
+  // 32768 tokens per problem (batch = 32768 / S) and H_q * D = 4096: docs/CONVENTIONS.md, "The standard suite".
   constexpr int kTokens = 32768;
   constexpr int kModelWidth = 4096;
   struct Shape {

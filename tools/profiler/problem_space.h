@@ -33,7 +33,7 @@ struct ProblemSpec {
 /// heads_q not a multiple of heads_kv are skipped with a note on stderr.
 std::vector<ProblemSpec> enumerate_problems(Options const& options);
 
-/// The standard prefill suite of CONVENTIONS.md section 4, for each of `dtypes` and `layouts`.
+/// The standard prefill suite (docs/CONVENTIONS.md, "The standard suite"), for each of `dtypes` and `layouts`.
 std::vector<ProblemSpec> standard_suite(std::vector<DataType> const& dtypes, std::vector<Layout> const& layouts);
 
 }  // namespace fp8attn::profiler

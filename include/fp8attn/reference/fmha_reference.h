@@ -9,7 +9,8 @@
 // Targets: fmha_host and compare_host are in fp8attn_host_reference (plain C++, runs on CPU-only machines);
 // everything else is in fp8attn_reference (CUDA), which links the former. This header includes no CUDA header.
 //
-// Semantics shared by both references (the library's, see fmha_fwd.h and CONVENTIONS.md section 3):
+// Semantics shared by both references (the library's, see fmha_fwd.h and docs/CONVENTIONS.md, "Attention
+// arguments and semantics"):
 //   * causal is bottom-right aligned: query row i sees keys j <= i + (seqlen_k - seqlen_q);
 //   * a row that sees no key gets O = 0 and LSE = -inf;
 //   * GQA: query head h reads kv head h / (heads_q / heads_kv);
