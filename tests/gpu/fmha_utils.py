@@ -1,6 +1,6 @@
 """References, emulations and input generators for the GPU tests of fp8attn.fmha_fwd, kept in one place.
 
-Accuracy rule (CONVENTIONS.md section 5, FlashAttention's): on inputs already rounded to the kernel's input
+Accuracy rule (docs/CONVENTIONS.md, "Testing"; FlashAttention's): on inputs already rounded to the kernel's input
 type, the kernel's error against a float64 reference must not exceed twice the error of an emulation that
 rounds where the kernel rounds, plus a small atol. Errors are ||O - ref|| / ||ref|| over the whole output.
 

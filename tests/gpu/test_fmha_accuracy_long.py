@@ -4,7 +4,7 @@ S = 1024, on Gaussian inputs and on an attention-sink-like input.
 Why: rounding P to e4m3 against the running row maximum flushes probabilities below ~2^-9 of it to zero.
 With a sink (one key that every query attends to strongly) the running maximum is the sink's, so most of
 a long row's probability mass underflows and the error grows with length (12% at 4k, 47% at 128k, seen
-before the kernel rounded each tile's P against the tile's own maximum: CONVENTIONS.md section 3).
+before the kernel rounded each tile's P against the tile's own maximum: docs/CONVENTIONS.md, "FP8 numerics").
 
 The float64 reference is computed on a subset of query rows (all keys) to keep it cheap; errors are printed
 (run with -s to see them).

@@ -11,7 +11,8 @@
 // Like CUTLASS's tools/util/include/cutlass/util/reference, these are tools of this project (profiler, tests),
 // not part of the installed API: include as "reference/fmha_reference.h" with tools/util on the include path.
 //
-// Semantics shared by both references (the library's, see fmha_fwd.h and CONVENTIONS.md section 3):
+// Semantics shared by both references (the library's, see fmha_fwd.h and docs/CONVENTIONS.md, "Attention
+// arguments and semantics"):
 //   * causal is bottom-right aligned: query row i sees keys j <= i + (seqlen_k - seqlen_q);
 //   * a row that sees no key gets O = 0 and LSE = -inf;
 //   * GQA: query head h reads kv head h / (heads_q / heads_kv);
