@@ -29,7 +29,13 @@ class Rng {
     return z ^ (z >> 31);
   }
   uint64_t below(uint64_t n) { return n ? next() % n : 0; }
-  int64_t range(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(below(static_cast<uint64_t>(hi - lo) + 1)); }
+  /// Uniform in [lo, hi]; lo when hi < lo (computed unsigned: no overflow for any bounds).
+  int64_t range(int64_t lo, int64_t hi) {
+    if (hi <= lo) return lo;
+    uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+    uint64_t offset = span == ~uint64_t(0) ? next() : below(span + 1);
+    return static_cast<int64_t>(static_cast<uint64_t>(lo) + offset);
+  }
   bool chance(double p) { return (next() >> 11) * 0x1.0p-53 < p; }
   template <class T>
   T const& pick(std::vector<T> const& v) { return v[below(v.size())]; }
@@ -178,9 +184,10 @@ class Generator {
   void mutate_output_layout(Rng& r, Args& a) const {
     auto const& p = a.problem;
     int64_t d = p.head_dim, row = wrap_mul(p.heads_q, d);
+    int64_t below_d = 16 * r.range(0, (d - 1) / 16);  // a 16-aligned stride shorter than a head (0 if d <= 16)
     switch (r.below(7)) {
-      case 0: a.o.stride_s = 16 * r.range(0, (d - 1) / 16); break;               // rows overlap inside one head
-      case 1: a.o.stride_h = 16 * r.range(0, (d - 1) / 16); break;               // heads overlap
+      case 0: a.o.stride_s = below_d; break;  // rows overlap inside one head
+      case 1: a.o.stride_h = below_d; break;  // heads overlap
       case 2: a.o.stride_b = a.o.stride_s; break;                                // batch b+1 = row 1 of batch b
       case 3: a.o.stride_h = a.o.stride_s; break;                                // heads and rows alias
       case 4: a.o.stride_s = row, a.o.stride_h = d, a.o.stride_b = wrap_mul(row, p.seqlen_q); break;  // BSHD (legal)
