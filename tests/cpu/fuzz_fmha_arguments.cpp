@@ -9,7 +9,10 @@
 // Exit status: 0 when every invariant held, 1 otherwise (the first failures of each are printed with the
 // argument set and the command line that replays that one case).
 
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +29,24 @@ using Fmha = fp8attn::fmha::device::FmhaFwd;
 namespace {
 
 constexpr int kReportsPerInvariant = 5;
+
+// The case in flight: when the process dies inside the library (a crash, or a sanitizer report, which
+// aborts with abort_on_error=1 as .ci/run sets it), the signal handler names the case to replay alone.
+volatile uint64_t in_flight_seed = 0, in_flight_index = 0;
+volatile std::sig_atomic_t in_flight = 0;
+
+extern "C" void report_case_in_flight(int signal) {
+  if (in_flight) {
+    char text[200];
+    int n = std::snprintf(text, sizeof(text), "fuzz_fmha_arguments: died (signal %d) in case %llu; replay: "
+                          "fuzz_fmha_arguments --seed=%llu --case=%llu --verbose\n", signal,
+                          (unsigned long long)in_flight_index, (unsigned long long)in_flight_seed,
+                          (unsigned long long)in_flight_index);
+    if (n > 0) (void)!write(STDERR_FILENO, text, static_cast<size_t>(n));
+  }
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
 
 fuzz::Observation observe(fuzz::Args const& a) {
   fuzz::Observation o;
@@ -193,6 +214,7 @@ int main(int argc, char** argv) {
   std::cout << "fuzz_fmha_arguments: seed=" << seed << " iterations=" << iterations
             << " (replay: fuzz_fmha_arguments --seed=" << seed << ")" << std::endl;
 
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, report_case_in_flight);
   auto const& ops = fp8attn::library::fmha_operations();
   fuzz::Generator generator(ops);
   fuzz::Tally tally;
@@ -205,19 +227,21 @@ int main(int argc, char** argv) {
     fuzz::Rng rng(seed, index);
     int mutations = 0;
     fuzz::Args args = generator.make(rng, &mutations);
+    in_flight_seed = seed, in_flight_index = index, in_flight = 1;
+    if (verbose) std::cout << "case " << index << " (" << mutations << " mutations): " << fuzz::describe(args) << std::endl;
     fuzz::Observation obs = observe(args);
+    in_flight = 0;
     (obs.status.ok() ? accepted_by_code : refused_by_code)[fp8attn::to_string(obs.status.code())]++;
     std::vector<fuzz::Violation> found = fuzz::check(args, obs, &tally);
     violations += static_cast<long>(found.size());
     if (verbose) {
-      std::cout << "case " << index << " (" << mutations << " mutations): " << fuzz::describe(args) << "\n  -> "
-                << (obs.status.ok() ? "accepted" : obs.status.to_string()) << ", workspace " << obs.workspace << "\n";
+      std::cout << "  -> " << (obs.status.ok() ? "accepted" : obs.status.to_string()) << ", workspace " << obs.workspace << "\n";
     }
     for (fuzz::Violation const& v : found) {
       if (reported[v.which]++ >= kReportsPerInvariant) continue;
       std::cout << "VIOLATION " << fuzz::invariant_name(v.which) << ": " << v.detail << "\n  case " << index << ": "
                 << fuzz::describe(args) << "\n  can_implement: " << (obs.status.ok() ? "accepted" : obs.status.to_string())
-                << "\n  replay: fuzz_fmha_arguments --seed=" << seed << " --case=" << index << " --verbose\n";
+                << "\n  replay: fuzz_fmha_arguments --seed=" << seed << " --case=" << index << " --verbose" << std::endl;
     }
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
