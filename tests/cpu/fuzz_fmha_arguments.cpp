@@ -6,7 +6,8 @@
 //   fuzz_fmha_arguments [--seed=N] [--iterations=N] [--case=I] [--verbose]   (seed: random unless given)
 //   fuzz_fmha_arguments --self-test    the invariant checks fail on deliberately wrong answers
 //
-// Exit status: 0 when every invariant held, 1 otherwise (the first failures of each are printed with the
+// Exit status: 0 when every invariant held and each was checked at least once per 1000 sets (no vacuous
+// pass), 1 otherwise (the first failures of each invariant are printed with the
 // argument set and the command line that replays that one case).
 
 #include <unistd.h>
@@ -256,6 +257,22 @@ int main(int argc, char** argv) {
     std::printf("  %-24s %9ld / %ld\n", fuzz::invariant_name(i), tally.checked[i], tally.failed[i]);
   }
   std::fflush(stdout);
+
+  // A fuzzer whose sets are all refused (or all accepted) checks half its invariants vacuously: in a full run
+  // each must have been checked at least once per 1000 sets. V^T only exists where FP8 instances do.
+  bool fp8_compiled = false;
+  for (auto const& op : ops) fp8_compiled = fp8_compiled || fuzz::is_fp8(op.qk_type);
+  long minimum = only == ~uint64_t(0) ? static_cast<long>(iterations / 1000) : 0;
+  bool vacuous = false;
+  for (int i = 0; i < fuzz::kNumInvariants; ++i) {
+    if (i == fuzz::kWorkspaceHoldsVt && !fp8_compiled) continue;
+    if (tally.checked[i] < minimum) {
+      std::cout << "fuzz_fmha_arguments: invariant " << fuzz::invariant_name(i) << " checked only " << tally.checked[i]
+                << " times (minimum " << minimum << "): the generator no longer reaches it" << std::endl;
+      vacuous = true;
+    }
+  }
+  if (vacuous) return 1;
   if (violations) {
     std::cout << "fuzz_fmha_arguments: " << violations << " violations (seed=" << seed << ")" << std::endl;
     return 1;
