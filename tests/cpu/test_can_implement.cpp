@@ -1,14 +1,25 @@
 // FmhaFwd::can_implement / select_kernel / get_workspace_size on a CPU machine: every bad input gets its own
 // status code and a message naming the argument and value; the heuristic picks the expected instance.
-// Pointers are fake but aligned: nothing here dereferences them. Assumes the default kernel set.
+// Pointers are fake but aligned: nothing here dereferences them.
+//
+// Works on any build, filtered ones too (-DFP8ATTN_KERNELS=...): an expectation that needs an instance the
+// registry does not hold prints "not applicable in this build: ..." instead of running (never silently).
 
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <iostream>
 #include <limits>
+#include <set>
 #include <string>
 
 #include "check.h"
 #include "fp8attn/fmha/device/fmha_fwd.h"
+#include "fp8attn/library/operation.h"
 
 using fp8attn::DataType;
 using fp8attn::Layout;
@@ -16,6 +27,7 @@ using fp8attn::Status;
 using fp8attn::StatusCode;
 using fp8attn::fmha::DescaleRef;
 using fp8attn::fmha::TensorRef;
+using fp8attn::library::FmhaDescription;
 using Fmha = fp8attn::fmha::device::FmhaFwd;
 
 namespace {
@@ -36,13 +48,104 @@ Fmha::Arguments valid_fp8(int batch = 2, int heads = 8, int seqlen = 8192, int h
   return a;
 }
 
-/// The failure must have this code and mention every fragment.
-void expect_error(Fmha::Arguments const& a, StatusCode code, std::string const& fragment, std::string const& case_name) {
+// ---- what this build holds ------------------------------------------------------------------------------
+
+/// An instance an expectation needs: a description for the "not applicable" line and a registry predicate.
+struct Need {
+  std::string what;
+  std::function<bool(FmhaDescription const&)> matches;
+};
+
+Need instance(DataType type, int head_dim, bool causal, std::string extra = "",
+              std::function<bool(FmhaDescription const&)> also = [](FmhaDescription const&) { return true; }) {
+  std::string what = std::string("a compiled ") + fp8attn::to_string(type) + "->bf16 head_dim=" + std::to_string(head_dim) +
+                     (causal ? " causal" : " non-causal") + (extra.empty() ? "" : " " + extra) + " instance";
+  return {what, [=](FmhaDescription const& op) {
+            return op.qk_type == type && op.out_type == DataType::kBF16 && op.head_dim == head_dim && op.causal == causal &&
+                   also(op);
+          }};
+}
+
+/// valid_fp8()'s problem: the base every single-mutation error case starts from.
+Need const kFp8Base = instance(DataType::kE4M3, 128, false);
+Need const kFp8WarpSpecialized =
+    instance(DataType::kE4M3, 128, false, "warp-specialized evenn", [](FmhaDescription const& op) { return op.warp_specialized && op.even_n; });
+Need const kFp8WithTail = instance(DataType::kE4M3, 128, false, "non-evenn (masked tail)", [](FmhaDescription const& op) { return !op.even_n; });
+Need const kFp8WithLse = instance(DataType::kE4M3, 128, false, "LSE-writing", [](FmhaDescription const& op) { return op.writes_lse; });
+Need const kFp8Causal = instance(DataType::kE4M3, 128, true);
+
+int& not_applicable() {
+  static int count = 0;
+  return count;
+}
+
+/// Whether the build holds every needed instance; if not, says which expectation is skipped and why.
+bool applicable(std::string const& expectation, std::initializer_list<Need const*> needs) {
+  for (Need const* need : needs) {
+    bool found = false;
+    for (FmhaDescription const& op : fp8attn::library::fmha_operations()) found = found || need->matches(op);
+    if (!found) {
+      std::cout << "not applicable in this build: " << expectation << " (needs " << need->what << ")" << std::endl;
+      ++not_applicable();
+      return false;
+    }
+  }
+  return true;
+}
+
+// ---- expectations -----------------------------------------------------------------------------------------
+
+bool contains(std::string const& text, std::string const& part) { return text.find(part) != std::string::npos; }
+
+/// Whether `message` cites `name` as an argument: not inside a longer word, followed by '.', '=' or ' '.
+bool names(std::string const& message, std::string const& name) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t pos = message.find(name); pos != std::string::npos; pos = message.find(name, pos + 1)) {
+    size_t end = pos + name.size();
+    if ((pos == 0 || !ident(message[pos - 1])) && end < message.size() &&
+        (message[end] == '.' || message[end] == '=' || message[end] == ' ')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// get_workspace_size of a set can_implement refuses is 0 (not a size computed from negative or overflowing
+/// fields).
+void expect_no_workspace(Fmha::Arguments const& a, std::string const& case_name) {
+  size_t ws = Fmha::get_workspace_size(a);
+  CHECK(ws == 0, case_name + ": refused, yet get_workspace_size=" + std::to_string(ws));
+}
+
+void expect_ok(Fmha::Arguments const& a, std::string const& case_name, std::initializer_list<Need const*> needs) {
+  if (!applicable(case_name, needs)) return;
+  Status s = Fmha::can_implement(a);
+  CHECK(s.ok(), case_name + ": " + s.to_string());
+}
+
+/// The refusal must have this code and mention the fragment; a refused set needs no workspace.
+void expect_error(Fmha::Arguments const& a, StatusCode code, std::string const& fragment, std::string const& case_name,
+                  std::initializer_list<Need const*> needs = {&kFp8Base}) {
+  if (!applicable(case_name, needs)) return;
   Status s = Fmha::can_implement(a);
   CHECK(!s.ok(), case_name + ": accepted, expected " + fp8attn::to_string(code));
   CHECK(s.code() == code, case_name + ": got " + s.to_string());
-  CHECK(s.message().find(fragment) != std::string::npos,
-        case_name + ": message '" + s.message() + "' does not name '" + fragment + "'");
+  CHECK(contains(s.message(), fragment), case_name + ": message '" + s.message() + "' does not name '" + fragment + "'");
+  if (!s.ok()) expect_no_workspace(a, case_name);
+}
+
+/// Refused with this code, the message citing `argument` ("o.stride_s=...", "o strides ...", "q: ..." does not
+/// count: the fuzzer holds every message to the same rule); a refused set needs no workspace.
+void expect_refused_naming(Fmha::Arguments const& a, StatusCode code, std::string const& argument, std::string const& case_name) {
+  if (!applicable(case_name, {&kFp8Base})) return;
+  Status s = Fmha::can_implement(a);
+  CHECK(s.code() == code, case_name + ": got " + (s.ok() ? "accepted" : s.to_string()));
+  CHECK(names(s.message(), argument), case_name + ": message '" + s.message() + "' does not name " + argument);
+  if (!s.ok()) expect_no_workspace(a, case_name);
+}
+
+void expect_o_refused(Fmha::Arguments const& a, std::string const& case_name) {
+  expect_refused_naming(a, StatusCode::kErrorInvalidProblem, "o", case_name);
 }
 
 std::string selected(Fmha::Arguments const& a) {
@@ -51,7 +154,8 @@ std::string selected(Fmha::Arguments const& a) {
   return s.ok() ? name : "error: " + s.to_string();
 }
 
-bool contains(std::string const& text, std::string const& part) { return text.find(part) != std::string::npos; }
+/// Whether a CUDA driver is installed on this machine: decides what initialize() must answer.
+bool driver_installed() { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) != nullptr; }
 
 }  // namespace
 
@@ -59,76 +163,125 @@ int main() {
   // ---- valid problems and the heuristic -------------------------------------------------------------
   {
     auto a = valid_fp8();
-    Status s = Fmha::can_implement(a);
-    CHECK(s.ok(), s.to_string());
-    CHECK(contains(selected(a), "e4m3_e4m3_f32_bf16_128x128x128") && contains(selected(a), "_ws_evenn"),
-          "S=8192 non-causal should take the warp-specialized evenn instance, got " + selected(a));
-    size_t vt = size_t(2) * 8 * 128 * 8192;
-    CHECK(Fmha::get_workspace_size(a) >= vt, "workspace must hold V^T: " + std::to_string(Fmha::get_workspace_size(a)));
+    expect_ok(a, "FP8 B=2 H=8 S=8192 D=128", {&kFp8Base});
+    if (applicable("S=8192 non-causal takes the warp-specialized evenn instance", {&kFp8WarpSpecialized})) {
+      CHECK(contains(selected(a), "e4m3_e4m3_f32_bf16_") && contains(selected(a), "_ws_evenn"),
+            "S=8192 non-causal should take a warp-specialized evenn instance, got " + selected(a));
+    }
+    if (applicable("workspace holds V^T", {&kFp8Base})) {
+      size_t vt = size_t(2) * 8 * 128 * 8192;
+      CHECK(Fmha::get_workspace_size(a) >= vt, "workspace must hold V^T: " + std::to_string(Fmha::get_workspace_size(a)));
+    }
   }
   {
     auto a = valid_fp8(1, 4, 1000);
-    CHECK(Fmha::can_implement(a).ok(), "odd length");
-    CHECK(!contains(selected(a), "_ws") && contains(selected(a), "strided_full"),
-          "seqlen_k=1000 cannot use evenn: " + selected(a));
+    expect_ok(a, "odd length", {&kFp8WithTail});
+    if (applicable("seqlen_k=1000 takes a non-evenn instance", {&kFp8WithTail})) {
+      CHECK(!contains(selected(a), "_evenn") && contains(selected(a), "strided_full"), "seqlen_k=1000 cannot use evenn: " + selected(a));
+    }
     a.problem.seqlen_k = 4097;
     a.k = TensorRef::packed(fake(0x200000), Layout::kBSHD, 4097, 4, 128);
     a.v = a.k;
-    CHECK(Fmha::can_implement(a).ok(), "seqlen_q != seqlen_k");
+    expect_ok(a, "seqlen_q != seqlen_k", {&kFp8WithTail});
   }
   {
     // Asking for LSE steers the heuristic away from the warp-specialized instance, which cannot write it.
     auto a = valid_fp8();
     a.lse = reinterpret_cast<float*>(0x600000);
-    CHECK(Fmha::can_implement(a).ok(), "lse: " + Fmha::can_implement(a).to_string());
-    CHECK(!contains(selected(a), "_ws"), "LSE must not select a warp-specialized instance: " + selected(a));
-    a.kernel_name = selected(valid_fp8());
-    expect_error(a, StatusCode::kErrorNotSupported, "lse was requested", "forced ws instance with LSE");
+    expect_ok(a, "lse", {&kFp8WithLse});
+    if (applicable("LSE does not select a warp-specialized instance", {&kFp8WithLse})) {
+      CHECK(!contains(selected(a), "_ws"), "LSE must not select a warp-specialized instance: " + selected(a));
+    }
+    if (applicable("forced ws instance with LSE", {&kFp8WarpSpecialized})) {
+      a.kernel_name = selected(valid_fp8());
+      CHECK(contains(a.kernel_name, "_ws"), "the S=8192 pick is warp-specialized: " + a.kernel_name);
+      expect_error(a, StatusCode::kErrorNotSupported, "lse was requested", "forced ws instance with LSE");
+    }
   }
-  {
+  if (applicable("causal problem takes a causal instance", {&kFp8Causal})) {
     auto a = valid_fp8(2, 8, 8192, 128, true);
     CHECK(contains(selected(a), "strided_causal"), "causal instance: " + selected(a));
   }
   for (int d : {64, 128, 256}) {
+    Need fp8 = instance(DataType::kE4M3, d, false), bf16 = instance(DataType::kBF16, d, false);
     auto a = valid_fp8(1, 4, 512, d);
-    CHECK(Fmha::can_implement(a).ok(), "fp8 head_dim " + std::to_string(d));
-    CHECK(contains(selected(a), "x" + std::to_string(d) + "_"), "head_dim in name: " + selected(a));
+    expect_ok(a, "fp8 head_dim " + std::to_string(d), {&fp8});
+    if (applicable("fp8 head_dim " + std::to_string(d) + " in the selected name", {&fp8})) {
+      CHECK(contains(selected(a), "x" + std::to_string(d) + "_"), "head_dim in name: " + selected(a));
+    }
     a.problem.input_type = DataType::kBF16;
     a.q_descale = a.k_descale = a.v_descale = DescaleRef{};
-    CHECK(Fmha::can_implement(a).ok(), "bf16 without descales, head_dim " + std::to_string(d));
-    CHECK(contains(selected(a), "bf16_bf16_f32_bf16"), "bf16 instance: " + selected(a));
-    CHECK(Fmha::get_workspace_size(a) > 0, "null descales need the 1.0 slot in the workspace");
+    expect_ok(a, "bf16 without descales, head_dim " + std::to_string(d), {&bf16});
+    if (applicable("bf16 head_dim " + std::to_string(d) + " instance and its 1.0 slot", {&bf16})) {
+      CHECK(contains(selected(a), "bf16_bf16_f32_bf16"), "bf16 instance: " + selected(a));
+      CHECK(Fmha::get_workspace_size(a) > 0, "null descales need the 1.0 slot in the workspace");
+    }
   }
   {
     auto a = valid_fp8(2, 8, 1024);
     a.problem.heads_kv = 2;  // GQA 8/2
     a.k = TensorRef::packed(fake(0x200000), Layout::kBHSD, 1024, 2, 128);
     a.v = TensorRef::packed(fake(0x300000), Layout::kBHSD, 1024, 2, 128);
-    CHECK(Fmha::can_implement(a).ok(), "GQA with BHSD K/V: " + Fmha::can_implement(a).to_string());
+    expect_ok(a, "GQA with BHSD K/V", {&kFp8Base});
     size_t with_transpose = Fmha::get_workspace_size(a);
     // V already sequence-contiguous ([b, h, d, s]): no V^T copy.
     a.v.stride_s = 1;
     a.v.stride_d = 1024;
     a.v.stride_h = 128 * 1024;
     a.v.stride_b = 2 * 128 * 1024;
-    CHECK(Fmha::can_implement(a).ok(), "sequence-contiguous V: " + Fmha::can_implement(a).to_string());
-    CHECK(Fmha::get_workspace_size(a) + size_t(2) * 2 * 128 * 1024 <= with_transpose, "no V^T for sequence-contiguous V");
+    expect_ok(a, "sequence-contiguous V", {&kFp8Base});
+    if (applicable("no V^T for sequence-contiguous V", {&kFp8Base})) {
+      CHECK(Fmha::get_workspace_size(a) + size_t(2) * 2 * 128 * 1024 <= with_transpose, "no V^T for sequence-contiguous V");
+    }
   }
   {
     auto a = valid_fp8(1, 4, 0);  // zero-length sequences: a defined no-op, pointers may be null
     a.q.ptr = a.o.ptr = a.k.ptr = a.v.ptr = nullptr;
-    CHECK(Fmha::can_implement(a).ok(), "seqlen 0: " + Fmha::can_implement(a).to_string());
+    expect_ok(a, "seqlen 0", {&kFp8Base});
     auto b = valid_fp8(1, 4, 128);
     b.problem.seqlen_k = 0;
     b.k.ptr = b.v.ptr = nullptr;
-    CHECK(Fmha::can_implement(b).ok(), "seqlen_k 0: " + Fmha::can_implement(b).to_string());
+    expect_ok(b, "seqlen_k 0", {&kFp8Base});
+  }
+
+  // ---- large problems (int64 strides; no grid limit on batch*heads_q) -------------------------------
+  {
+    auto a = valid_fp8(4096, 32, 128);  // batch*heads_q = 131072 > 65535
+    expect_ok(a, "batch*heads_q=131072 (beyond the old 65535 grid limit)", {&kFp8Base});
+    auto b = valid_fp8(1, 32, 1 << 20);  // BSHD: stride_b = 2^20*32*128 = 2^32, span beyond 2^31 elements
+    expect_ok(b, "B=1 H=32 S=2^20 D=128 BSHD (q.stride_b=2^32)", {&kFp8Base});
+    if (applicable("S=2^20 workspace holds V^T (2^32 bytes)", {&kFp8Base})) {
+      size_t vt = size_t(32) * 128 * (size_t(1) << 20);
+      size_t ws = Fmha::get_workspace_size(b);
+      CHECK(ws >= vt && ws < (size_t(1) << 50), "S=2^20 workspace " + std::to_string(ws) + ", V^T needs " + std::to_string(vt));
+    }
+    auto c = valid_fp8();
+    c.q.stride_b = int64_t(1) << 40;  // batch 1 of q a TiB further on
+    expect_ok(c, "q.stride_b=2^40", {&kFp8Base});
+    auto d = valid_fp8();
+    d.k_descale = {fake_float(0x500010), int64_t(1) << 33, 1};  // per (batch, head) with a batch stride of 2^33
+    expect_ok(d, "k_descale.stride_b=2^33", {&kFp8Base});
+    auto e = valid_fp8(4);
+    e.q.stride_b = int64_t(1) << 62;  // 3 * 2^62 elements: the largest offset overflows int64
+    expect_refused_naming(e, StatusCode::kErrorInvalidProblem, "q", "q.stride_b=2^62 with batch=4 (offset beyond int64)");
   }
 
   // ---- bad problems ---------------------------------------------------------------------------------
   {
+    Need any_fp8{"a compiled e4m3 instance", [](FmhaDescription const& op) { return op.qk_type == DataType::kE4M3; }};
+    Need no_d96{"no compiled e4m3 head_dim=96 instance", [](FmhaDescription const& op) {
+                  return std::none_of(fp8attn::library::fmha_operations().begin(), fp8attn::library::fmha_operations().end(),
+                                      [](FmhaDescription const& o) { return o.qk_type == DataType::kE4M3 && o.head_dim == 96; });
+                }};
+    std::set<int> dims;  // what the message must list: this build's FP8 head dims
+    for (FmhaDescription const& op : fp8attn::library::fmha_operations()) {
+      if (op.qk_type == DataType::kE4M3) dims.insert(op.head_dim);
+    }
+    std::string list;
+    for (int d : dims) list += (list.empty() ? "" : ",") + std::to_string(d);
     auto a = valid_fp8(1, 4, 512, 96);
-    expect_error(a, StatusCode::kErrorNotSupported, "head_dim=96", "head_dim 96");
-    expect_error(a, StatusCode::kErrorNotSupported, "compiled: 64,128,256", "head_dim list");
+    expect_error(a, StatusCode::kErrorNotSupported, "head_dim=96", "head_dim 96", {&any_fp8, &no_d96});
+    expect_error(a, StatusCode::kErrorNotSupported, "compiled: " + list, "head_dim list", {&any_fp8, &no_d96});
   }
   {
     auto a = valid_fp8();
@@ -139,12 +292,18 @@ int main() {
   { auto a = valid_fp8(); a.problem.batch = -1; expect_error(a, StatusCode::kErrorInvalidProblem, "batch=-1", "batch"); }
   { auto a = valid_fp8(); a.problem.seqlen_q = -3; expect_error(a, StatusCode::kErrorInvalidProblem, "seqlen_q=-3", "seqlen_q"); }
   { auto a = valid_fp8(); a.problem.heads_kv = 0; expect_error(a, StatusCode::kErrorInvalidProblem, "heads_kv=0", "heads_kv"); }
-  {
-    auto a = valid_fp8(4096, 32, 128);
-    expect_error(a, StatusCode::kErrorInvalidProblem, "batch*heads_q=131072", "grid limit");
-  }
   { auto a = valid_fp8(); a.problem.input_type = DataType::kE5M2; expect_error(a, StatusCode::kErrorNotSupported, "input_type=e5m2", "dtype"); }
   { auto a = valid_fp8(); a.problem.output_type = DataType::kF32; expect_error(a, StatusCode::kErrorNotSupported, "output_type=f32", "out dtype"); }
+  {
+    // Sizes whose products overflow 32 and 64 bits: refused, and get_workspace_size says 0, not garbage.
+    auto a = valid_fp8();
+    a.problem.batch = -2;
+    a.problem.seqlen_k = std::numeric_limits<int>::max();
+    expect_error(a, StatusCode::kErrorInvalidProblem, "batch=-2", "negative batch with a huge seqlen_k");
+    a = valid_fp8();
+    a.problem.seqlen_k = -5;
+    expect_error(a, StatusCode::kErrorInvalidProblem, "seqlen_k=-5", "negative seqlen_k");
+  }
 
   // ---- bad operands ---------------------------------------------------------------------------------
   { auto a = valid_fp8(); a.q.ptr = nullptr; expect_error(a, StatusCode::kErrorNullPointer, "q.ptr is null", "null q"); }
@@ -153,13 +312,14 @@ int main() {
   { auto a = valid_fp8(); a.o.stride_d = 2; expect_error(a, StatusCode::kErrorInvalidProblem, "o.stride_d=2", "o stride_d"); }
   { auto a = valid_fp8(); a.q.stride_s = 4104; expect_error(a, StatusCode::kErrorMisalignedOperand, "q.stride_s=4104", "q stride_s"); }
   { auto a = valid_fp8(); a.k.stride_h = -128; expect_error(a, StatusCode::kErrorInvalidProblem, "k.stride_h=-128", "negative stride"); }
-  { auto a = valid_fp8(); a.o.stride_h = 0; expect_error(a, StatusCode::kErrorInvalidProblem, "alias", "aliasing output"); }
   {
     auto a = valid_fp8(1, 4, 512);
     a.problem.input_type = DataType::kBF16;
+    a.q_descale = a.k_descale = a.v_descale = DescaleRef{};
     a.v.stride_s = 1;
     a.v.stride_d = 512;
-    expect_error(a, StatusCode::kErrorInvalidProblem, "v.stride_d=512", "bf16 V must be head_dim-contiguous");
+    Need bf16 = instance(DataType::kBF16, 128, false);
+    expect_error(a, StatusCode::kErrorInvalidProblem, "v.stride_d=512", "bf16 V must be head_dim-contiguous", {&bf16});
   }
   { auto a = valid_fp8(); a.v_descale.ptr = nullptr; expect_error(a, StatusCode::kErrorNullPointer, "v_descale.ptr is null", "fp8 descale"); }
   { auto a = valid_fp8(); a.q_descale.ptr = fake_float(0x500002); expect_error(a, StatusCode::kErrorMisalignedOperand, "q_descale.ptr=", "descale align"); }
@@ -172,19 +332,56 @@ int main() {
     expect_error(a, StatusCode::kErrorInvalidProblem, "softmax_scale=-1", "negative scale");
   }
 
+  // ---- overlapping outputs: two programs would write the same element ---------------------------------
+  // Rule: o's dimensions of extent > 1, sorted by stride, each start at or past the previous one's end.
+  {
+    auto a = valid_fp8(1, 1, 1024);  // one head: rows 64 apart, 128 long
+    a.o.stride_s = 64;
+    expect_o_refused(a, "o.stride_s=64 < head_dim=128 (rows overlap)");
+    a = valid_fp8();  // BSHD, 8 heads: head h+1 starts in the middle of head h
+    a.o.stride_h = 64;
+    expect_o_refused(a, "o.stride_h=64 < head_dim=128 (heads overlap)");
+    a = valid_fp8();  // batch b+1 starts at row 1 of batch b
+    a.o.stride_b = a.o.stride_s;
+    expect_o_refused(a, "o.stride_b=o.stride_s (batches overlap)");
+    a = valid_fp8();  // heads and rows on the same stride
+    a.o.stride_h = a.o.stride_s;
+    expect_o_refused(a, "o.stride_h=o.stride_s (heads alias rows)");
+    a = valid_fp8();
+    a.o.stride_h = 0;
+    expect_o_refused(a, "o.stride_h=0 (all heads alias)");
+    a = valid_fp8();  // BHSD-like but the heads 16 rows short of each other's end
+    a.o.stride_s = 128, a.o.stride_h = 128 * (8192 - 16), a.o.stride_b = int64_t(8) * 128 * 8192;
+    expect_o_refused(a, "o.stride_h < seqlen_q*stride_s (heads overlap in BHSD)");
+  }
+  {
+    // Controls: unusual but disjoint layouts stay accepted.
+    auto a = valid_fp8(2, 8, 1024);  // [s, b, h, d]: batches interleaved between rows
+    a.o.stride_h = 128, a.o.stride_b = 8 * 128, a.o.stride_s = 2 * 8 * 128;
+    expect_ok(a, "o in [s, b, h, d] order", {&kFp8Base});
+    auto b = valid_fp8(1, 8, 1);  // extent-1 dimensions may have any stride
+    b.o.stride_s = 0, b.o.stride_b = 0;
+    expect_ok(b, "o.stride_s=0 with seqlen_q=1, o.stride_b=0 with batch=1", {&kFp8Base});
+    auto c = valid_fp8();
+    c.o = TensorRef::packed(fake(0x400000), Layout::kBHSD, 8192, 8, 128);
+    expect_ok(c, "o BHSD", {&kFp8Base});
+  }
+
   // ---- forcing an instance by name -------------------------------------------------------------------
   { auto a = valid_fp8(); a.kernel_name = "nope"; expect_error(a, StatusCode::kErrorKernelNotFound, "kernel_name=nope", "unknown kernel"); }
-  {
+  if (applicable("evenn instance forced on a tail", {&kFp8WarpSpecialized, &kFp8WithTail})) {
     auto a = valid_fp8(1, 4, 1000);
     a.kernel_name = selected(valid_fp8());  // the evenn instance
     expect_error(a, StatusCode::kErrorNotSupported, "seqlen_k=1000", "evenn with a tail");
-    a = valid_fp8(1, 4, 1024);
+  }
+  if (applicable("causal instance forced on a non-causal problem", {&kFp8Causal})) {
+    auto a = valid_fp8(1, 4, 1024);
     a.kernel_name = selected(valid_fp8(1, 4, 1024, 128, true));
     expect_error(a, StatusCode::kErrorNotSupported, "causal=false", "causal instance on a non-causal problem");
   }
 
   // ---- life cycle without a launch ---------------------------------------------------------------------
-  {
+  if (applicable("initialize and run without a launch", {&kFp8Base})) {
     Fmha op;
     Status s = op.run(nullptr);
     CHECK(s.code() == StatusCode::kErrorNotInitialized, "run before initialize: " + s.to_string());
@@ -194,11 +391,21 @@ int main() {
           "null workspace: " + s.to_string());
     s = op.initialize(a, fake(0x7000001), nullptr);
     CHECK(s.code() == StatusCode::kErrorMisalignedOperand && contains(s.message(), "workspace="), "misaligned workspace: " + s.to_string());
-    // With an aligned (fake) workspace, initialize reaches the driver: on a machine without one it must say so.
+    // With an aligned (fake) workspace, initialize reaches the driver. Which answer is right depends on this
+    // machine, decided here, so that the check cannot pass both ways: without libcuda it must be a driver
+    // error that says why; with it (a GPU machine) loading the modules must succeed.
     s = op.initialize(a, fake(0x7000000), nullptr);
-    CHECK(s.ok() || s.code() == StatusCode::kErrorCudaDriver || s.code() == StatusCode::kErrorNotSupported,
-          "initialize: " + s.to_string());
-    CHECK(s.ok() || !s.message().empty(), "a driver failure must say why");
+    if (driver_installed()) {
+      std::cout << "libcuda.so.1 loads here: initialize must succeed; got " << (s.ok() ? "success" : s.to_string()) << std::endl;
+      CHECK(s.ok(), "initialize with a CUDA driver installed: " + s.to_string());
+    } else {
+      std::cout << "no libcuda.so.1 here: initialize must fail with kErrorCudaDriver; got " << s.to_string() << std::endl;
+      CHECK(s.code() == StatusCode::kErrorCudaDriver, "initialize without a CUDA driver: " + (s.ok() ? "success" : s.to_string()));
+      CHECK(!s.message().empty(), "a driver failure must say why");
+    }
+  }
+  if (not_applicable()) {
+    std::cout << not_applicable() << " expectations not applicable in this build (FP8ATTN_KERNELS filter)" << std::endl;
   }
   return fp8attn_test::finish("test_can_implement");
 }
