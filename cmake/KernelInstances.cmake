@@ -54,7 +54,8 @@ add_custom_command(
   VERBATIM)
 list(APPEND FP8ATTN_KERNEL_SOURCES ${_params_header})  # a header: listed so that it is generated first
 
-set(_registry ${FP8ATTN_GENERATED_DIR}/registry.cpp)
+# The registry is this build tree's own (its filter), not the shared kernel folder's.
+set(_registry ${PROJECT_BINARY_DIR}/generated/registry.cpp)
 add_custom_command(
   OUTPUT ${_registry}
   COMMAND ${FP8ATTN_PYTHON} ${PROJECT_SOURCE_DIR}/codegen/emit_registry.py --out ${_registry}

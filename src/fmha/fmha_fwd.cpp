@@ -46,8 +46,16 @@ Status check_and_select(device::FmhaFwd::Arguments const& args, KernelInstance c
   int64_t const programs = detail::attention_programs(p, **instance);
   if (programs > std::numeric_limits<int32_t>::max()) {
     return Status(StatusCode::kErrorInvalidProblem,
-                  "batch*heads_q*ceil(seqlen_q/" + std::to_string(detail::fmha_config(**instance).block_m) +
-                      ")=" + std::to_string(programs) + " programs exceed the grid limit 2^31-1");
+                  "batch=" + std::to_string(p.batch) + ", heads_q=" + std::to_string(p.heads_q) + ", seqlen_q=" +
+                      std::to_string(p.seqlen_q) + ": " + std::to_string(programs) + " programs of " +
+                      std::to_string(detail::fmha_config(**instance).block_m) +
+                      " query rows exceed the grid limit 2^31-1");
+  }
+  if (detail::WorkspaceLayout const w = detail::plan_workspace(args, **instance); w.too_large) {
+    return Status(StatusCode::kErrorInvalidProblem,
+                  "batch=" + std::to_string(p.batch) + ", heads_kv=" + std::to_string(p.heads_kv) + ", seqlen_k=" +
+                      std::to_string(p.seqlen_k) + ", seqlen_q=" + std::to_string(p.seqlen_q) + ": the workspace would be " +
+                      std::to_string(w.requested) + " bytes, more than any GPU holds (2^48)");
   }
   if (detail::needs_v_transpose(args, **instance) && !detail::find_transpose_instance(p.head_dim)) {
     return Status(StatusCode::kErrorNotSupported, "v is head_dim-contiguous and needs the V transpose for head_dim=" +

@@ -42,6 +42,10 @@ KernelInstance const* find_transpose_instance(int head_dim, std::string const& n
 
 // ---- plan (fmha_params.cpp) ----
 
+/// A workspace larger than this (256 TiB) cannot exist on any GPU: such problems are refused, which also keeps
+/// every size computation far from overflow.
+inline constexpr uint64_t kMaxWorkspaceBytes = uint64_t{1} << 48;
+
 /// Where things go in the caller's workspace.
 struct WorkspaceLayout {
   bool transpose_v = false;
@@ -50,7 +54,9 @@ struct WorkspaceLayout {
   size_t vt_bytes = 0;
   size_t scratch_offset = 0;   ///< per-program scratch for device-side TMA descriptors
   size_t scratch_bytes = 0;
-  size_t total = 0;
+  size_t total = 0;         ///< 0 when too_large
+  bool too_large = false;   ///< more than kMaxWorkspaceBytes
+  uint64_t requested = 0;   ///< the size asked for (saturated), for the message
 };
 
 /// Whether the FP8 path must copy V into V^T (false when the caller's V is already sequence-contiguous).

@@ -16,7 +16,6 @@ namespace {
 
 using fp8attn::detail::CudaDriver;
 
-size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) + offset; }
 
 }  // namespace
@@ -26,27 +25,38 @@ bool needs_v_transpose(Arguments const& args, KernelInstance const& instance) {
 }
 
 int64_t attention_programs(FmhaProblem const& p, KernelInstance const& instance) {
-  int64_t const block_m = fmha_config(instance).block_m;
-  return (int64_t{p.seqlen_q} + block_m - 1) / block_m * p.batch * p.heads_q;
+  // 128-bit: batch and heads_q near 2^31 each would overflow int64; saturated (can_implement refuses it).
+  __int128 const block_m = fmha_config(instance).block_m;
+  __int128 const programs = (__int128{p.seqlen_q} + block_m - 1) / block_m * p.batch * p.heads_q;
+  return programs > INT64_MAX ? INT64_MAX : static_cast<int64_t>(programs);
 }
 
 WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& instance) {
   FmhaProblem const& p = args.problem;
   WorkspaceLayout w;
   w.transpose_v = needs_v_transpose(args, instance);
-  size_t offset = 0;
+  // Sizes in 128-bit arithmetic: validated shapes can still ask for more bytes than size_t holds (batch and
+  // seqlen near 2^31); such a plan is marked too_large and refused by can_implement.
+  unsigned __int128 offset = 0;
+  auto align = [](unsigned __int128 x) { return (x + 255) / 256 * 256; };
   if (w.transpose_v) {
     w.seqlen_pad = padded_seqlen(p.seqlen_k);
-    w.vt_offset = offset;
-    w.vt_bytes = static_cast<size_t>(p.batch) * p.heads_kv * p.head_dim * w.seqlen_pad * size_of(p.input_type);
-    offset = align256(offset + w.vt_bytes);
+    unsigned __int128 const vt = static_cast<unsigned __int128>(p.batch) * p.heads_kv * p.head_dim * w.seqlen_pad *
+                                 size_of(p.input_type);
+    w.vt_offset = static_cast<size_t>(offset);
+    w.vt_bytes = static_cast<size_t>(vt);
+    offset = align(offset + vt);
   }
   if (instance.global_scratch_bytes > 0) {
-    w.scratch_offset = offset;
-    w.scratch_bytes = static_cast<size_t>(attention_programs(p, instance)) * instance.global_scratch_bytes;
-    offset = align256(offset + w.scratch_bytes);
+    unsigned __int128 const scratch =
+        static_cast<unsigned __int128>(attention_programs(p, instance)) * instance.global_scratch_bytes;
+    w.scratch_offset = static_cast<size_t>(offset);
+    w.scratch_bytes = static_cast<size_t>(scratch);
+    offset = align(offset + scratch);
   }
-  w.total = offset;
+  w.too_large = offset > kMaxWorkspaceBytes;
+  w.total = w.too_large ? 0 : static_cast<size_t>(offset);
+  w.requested = offset > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(offset);
   return w;
 }
 

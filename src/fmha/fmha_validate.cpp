@@ -140,7 +140,9 @@ Status check_tensor(char const* name, TensorRef const& t, int64_t seqlen, int64_
                    " exceeds the TMA limit of 2^40 bytes");
   }
   if (span > std::numeric_limits<int64_t>::max() / element_bytes) {
-    return invalid(std::string(name) + ": largest offset " + num(span) + " elements overflows 64-bit byte offsets");
+    return invalid(std::string(name) + " strides (stride_b=" + num(t.stride_b) + ", stride_s=" + num(t.stride_s) +
+                   ", stride_h=" + num(t.stride_h) + "): the largest offset, " + num(span) +
+                   " elements, overflows 64-bit byte offsets");
   }
   return Status::success();
 }

@@ -133,12 +133,12 @@ class Generator {
     a.q = pack(address(0x10000000), layout(), p.seqlen_q, p.heads_q, d, pad());
     a.k = pack(address(0x20000000), layout(), p.seqlen_k, p.heads_kv, d, pad());
     a.v = pack(address(0x30000000), layout(), p.seqlen_k, p.heads_kv, d, pad());
-    if (is_fp8(p.input_type) && r.chance(0.2)) {
+    if (fp8_input(p.input_type) && r.chance(0.2)) {
       a.v = pack_sequence_contiguous(address(0x30000000), p.seqlen_k, p.heads_kv, d);
     }
     a.o = pack(address(0x40000000), layout(), p.seqlen_q, p.heads_q, d, pad());
     float const* scales = reinterpret_cast<float const*>(address(0x50000000));
-    if (is_fp8(p.input_type) || r.chance(0.2)) {
+    if (fp8_input(p.input_type) || r.chance(0.2)) {
       a.q_descale = r.chance(0.5) ? DescaleRef::per_tensor(scales) : DescaleRef::per_head(scales, p.heads_kv);
       a.k_descale = r.chance(0.5) ? DescaleRef::per_tensor(scales + 1024) : DescaleRef::per_head(scales + 1024, p.heads_kv);
       a.v_descale = r.chance(0.5) ? DescaleRef::per_tensor(scales + 2048) : DescaleRef::per_head(scales + 2048, p.heads_kv);

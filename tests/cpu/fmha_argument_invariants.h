@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fp8attn/fmha/device/fmha_fwd.h"
+#include "fp8attn/library/operation.h"
 
 namespace fuzz {
 
@@ -158,7 +159,7 @@ inline bool byte_range(std::vector<Dim> const& dims, int64_t element_bytes, i128
 
 inline int64_t bytes_of(DataType t) { return std::max(1, fp8attn::size_of(t)); }
 
-inline bool is_fp8(DataType t) { return t == DataType::kE4M3 || t == DataType::kE5M2; }
+inline bool fp8_input(DataType t) { return t == DataType::kE4M3 || t == DataType::kE5M2; }
 
 /// Checks every invariant that applies to (args, obs); counts them in *tally and returns the violations.
 inline std::vector<Violation> check(Args const& a, Observation const& obs, Tally* tally) {
@@ -223,7 +224,11 @@ inline std::vector<Violation> check(Args const& a, Observation const& obs, Tally
 
   verify(kWorkspaceNoOverflow, obs.workspace < kWorkspaceLimit,
          "get_workspace_size=" + std::to_string(obs.workspace) + " >= 2^50");
-  if (is_fp8(p.input_type) && a.v.stride_d == 1 && b > 0 && sk > 0) {
+  // An instance that transposes V on chip ("vnat", FmhaDescription::v_transposed false) needs no V^T.
+  auto const* chosen = obs.selected_run && obs.select_status.ok() ? fp8attn::library::find_fmha_operation(obs.selected)
+                                                                  : nullptr;
+  bool const reads_vt = chosen == nullptr || chosen->v_transposed;
+  if (fp8_input(p.input_type) && reads_vt && a.v.stride_d == 1 && b > 0 && sk > 0) {
     i128 padded = (static_cast<i128>(sk) + kVtSeqAlign - 1) / kVtSeqAlign * kVtSeqAlign;
     i128 vt = static_cast<i128>(b) * hkv * d * padded * bytes_of(p.input_type);
     verify(kWorkspaceHoldsVt, static_cast<i128>(obs.workspace) >= vt,

@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
   // A fuzzer whose sets are all refused (or all accepted) checks half its invariants vacuously: in a full run
   // each must have been checked at least once per 1000 sets. V^T only exists where FP8 instances do.
   bool fp8_compiled = false;
-  for (auto const& op : ops) fp8_compiled = fp8_compiled || fuzz::is_fp8(op.qk_type);
+  for (auto const& op : ops) fp8_compiled = fp8_compiled || fuzz::fp8_input(op.qk_type);
   long minimum = only == ~uint64_t(0) ? static_cast<long>(iterations / 1000) : 0;
   bool vacuous = false;
   for (int i = 0; i < fuzz::kNumInvariants; ++i) {
