@@ -32,7 +32,7 @@ Status load(CudaDriver* d) {
             load_symbol(lib, "cuModuleGetFunction", &d->cuModuleGetFunction) &&
             load_symbol(lib, "cuFuncSetAttribute", &d->cuFuncSetAttribute) &&
             load_symbol(lib, "cuLaunchKernelEx", &d->cuLaunchKernelEx) &&
-            load_symbol(lib, "cuMemAlloc_v2", &d->cuMemAlloc) && load_symbol(lib, "cuMemcpyHtoD_v2", &d->cuMemcpyHtoD) &&
+            load_symbol(lib, "cuModuleGetGlobal_v2", &d->cuModuleGetGlobal) &&
             load_symbol(lib, "cuTensorMapEncodeTiled", &d->cuTensorMapEncodeTiled);
   if (!ok) {
     return Status(StatusCode::kErrorCudaDriver,

@@ -26,8 +26,7 @@ struct CudaDriver {
   decltype(&::cuModuleGetFunction) cuModuleGetFunction;
   decltype(&::cuFuncSetAttribute) cuFuncSetAttribute;
   decltype(&::cuLaunchKernelEx) cuLaunchKernelEx;
-  decltype(&::cuMemAlloc) cuMemAlloc;
-  decltype(&::cuMemcpyHtoD) cuMemcpyHtoD;
+  decltype(&::cuModuleGetGlobal) cuModuleGetGlobal;
   decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled;
 };
 

@@ -12,7 +12,7 @@ namespace fp8attn::detail {
 /// memory limit) on first use. Fails with a clear status on a device that is not sm_90.
 Status get_function(CudaDriver const& driver, KernelInstance const& instance, CUfunction* function);
 
-/// A float 1.0f in device memory of the current context (allocated once per context, freed with it): the
+/// A float 1.0f in device memory of the current context (a module global, loaded once per context): the
 /// descale the kernels read when the caller passes none (BF16/FP16 inputs), so run() needs no memset.
 Status constant_one(CudaDriver const& driver, CUdeviceptr* one);
 
