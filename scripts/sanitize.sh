@@ -53,15 +53,15 @@ TWO_CONTEXTS=$BUILD/tests/gpu/test_two_contexts
 #     above each record (CCCL's ci/compute-sanitizer-suppressions.xml is a worked example), and commit it.
 #   --kernel-name-exclude kns=<substring>  does not check the kernels whose name holds the substring at all.
 #     Coarse: only for a kernel the tool cannot model, never for one of ours that merely reports.
-# Example (NOT enabled; no evidence yet):
-#   SUPPRESS_racecheck=(--suppressions=scripts/sanitize/racecheck_tma_mbarrier.xml)
-#   # why: ...; evidence: $OUT/sanitize_racecheck.log "...", compute-sanitizer 2025.x, ...
+# The two in use: each file states the mechanism and the evidence above its records. Both are matched on the
+# kernel and its source lines; the kernel's line numbers are part of the match, so editing those lines of
+# kernels/fmha_fwd/fmha_fwd_triton.py means re-checking (a report that no longer matches fails the run).
 # shellcheck disable=SC2034  # read through ${!suppress_var} below
 SUPPRESS_memcheck=()
 # shellcheck disable=SC2034
-SUPPRESS_racecheck=()
+SUPPRESS_racecheck=(--suppressions=scripts/sanitize/racecheck_warp_specialize_state.xml)
 # shellcheck disable=SC2034
-SUPPRESS_initcheck=()
+SUPPRESS_initcheck=(--suppressions=scripts/sanitize/initcheck_tma_descriptor_copy.xml)
 # shellcheck disable=SC2034
 SUPPRESS_synccheck=()
 

@@ -31,14 +31,30 @@ Status get_function(CudaDriver const& d, KernelInstance const& instance, CUfunct
   static std::mutex mutex;
   static std::map<std::pair<unsigned long long, KernelInstance const*>, CUfunction> functions;
 
+  // The calls a thread made last, without the lock (initialize() runs once per call of a serving loop).
+  struct Recent {
+    unsigned long long context_id = 0;
+    KernelInstance const* instance = nullptr;
+    CUfunction function = nullptr;
+  };
+  thread_local Recent recent[4];
+  thread_local unsigned next = 0;
+
   CUcontext context = nullptr;
   if (Status s = current_context(d, &context); !s) return s;
   unsigned long long context_id = 0;
   if (CUresult r = d.cuCtxGetId(context, &context_id); r != CUDA_SUCCESS) return driver_error(d, r, "cuCtxGetId");
+  for (Recent const& r : recent) {
+    if (r.instance == &instance && r.context_id == context_id) {
+      *function = r.function;
+      return Status::success();
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex);
   auto key = std::make_pair(context_id, &instance);
   if (auto it = functions.find(key); it != functions.end()) {
     *function = it->second;
+    recent[next++ % 4] = {context_id, &instance, *function};
     return Status::success();
   }
   if (Status s = check_device(d); !s) return s;
@@ -52,6 +68,7 @@ Status get_function(CudaDriver const& d, KernelInstance const& instance, CUfunct
   r = d.cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, instance.shared_bytes);
   if (r != CUDA_SUCCESS) return driver_error(d, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
   functions.emplace(key, *function);  // modules live as long as their context
+  recent[next++ % 4] = {context_id, &instance, *function};
   return Status::success();
 }
 
@@ -64,13 +81,21 @@ Status constant_one(CudaDriver const& d, CUdeviceptr* one) {
   static std::mutex mutex;
   static std::map<unsigned long long, CUdeviceptr> ones;
 
+  thread_local unsigned long long recent_context = 0;  // context IDs start at 1
+  thread_local CUdeviceptr recent_one = 0;
+
   CUcontext context = nullptr;
   if (Status s = current_context(d, &context); !s) return s;
   unsigned long long context_id = 0;
   if (CUresult r = d.cuCtxGetId(context, &context_id); r != CUDA_SUCCESS) return driver_error(d, r, "cuCtxGetId");
+  if (context_id == recent_context && recent_one) {
+    *one = recent_one;
+    return Status::success();
+  }
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = ones.find(context_id); it != ones.end()) {
-    *one = it->second;
+    *one = recent_one = it->second;
+    recent_context = context_id;
     return Status::success();
   }
   CUmodule module;
@@ -81,7 +106,8 @@ Status constant_one(CudaDriver const& d, CUdeviceptr* one) {
     return driver_error(d, r, "cuModuleGetGlobal(fp8attn_one)");
   }
   ones.emplace(context_id, p);
-  *one = p;
+  *one = recent_one = p;
+  recent_context = context_id;
   return Status::success();
 }
 

@@ -65,9 +65,9 @@ def test_graph_replay_is_bit_exact(case, allocator, seed, monkeypatch):
     """allocator "raw": the workspace comes from the library's own path (torch's caching allocator, raw
     addresses) instead of the tests' guarded buffers, so that capture with the production allocator is covered."""
     if allocator == "raw":
-        import fp8attn.fmha
-        monkeypatch.setattr(fp8attn.fmha, "_workspace_alloc", torch._C._cuda_cudaCachingAllocator_raw_alloc)
-        monkeypatch.setattr(fp8attn.fmha, "_workspace_free", torch._C._cuda_cudaCachingAllocator_raw_delete)
+        import fp8attn.fmha as fmha_module  # (not `import fp8attn.fmha`: that would make fp8attn a local name)
+        monkeypatch.setattr(fmha_module, "_workspace_alloc", torch._C._cuda_cudaCachingAllocator_raw_alloc)
+        monkeypatch.setattr(fmha_module, "_workspace_free", torch._C._cuda_cudaCachingAllocator_raw_delete)
     dtype, causal, return_lse, seqlen_k = case
     fu.require_compiled(dtype, 128, causal)
     p = Problem(batch=2, seqlen_q=300, seqlen_k=seqlen_k, heads_q=4, heads_kv=2, causal=causal, dtype=dtype)
