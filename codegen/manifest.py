@@ -47,9 +47,14 @@ def _default_instances():
             _fmha("bf16", 128, 128, 128, 8, 2, causal),
             _fmha("bf16", 256, 128, 64, 8, 2, causal),
         ]
-    # FP8 with V transposed on chip (one launch instead of two; under measurement, so after every other
-    # attention instance: the heuristic never picks them, the profiler and tests force them by name).
-    rows += [_fmha("e4m3", 128, 128, 128, 8, 3, causal, vnat=True) for causal in (False, True)]
+    # FP8 reading V head_dim-contiguous and transposing each tile on chip ("vnat"): one launch per call instead
+    # of two. Triton 3.6 transposes through registers and shared memory (PRMT + STS), which costs 2.4-3x in
+    # throughput: at D=128 (standard suite, H200, 2026-11-30) 269 vs 767 TFLOP/s at S=8192 full, 260 vs 594
+    # causal, 185 vs 362 at S=512. So the heuristic takes them only for calls too small for the GPU time to
+    # matter, where the second launch's host time (3-4 us) dominates (src/fmha/fmha_heuristic.cpp), and they
+    # come after every other attention instance.
+    rows += [_fmha("e4m3", d, 128, 128, 8, 3 if d < 256 else 2, causal, vnat=True)
+             for causal in (False, True) for d in HEAD_DIMS]
     # The V transposes: the pointer kernel first (what the FP8 instances use), then the TMA variant (host
     # descriptors; compiled and tested so that the launcher's CUtensorMap path stays proven, and profiled
     # against the first).

@@ -1,7 +1,8 @@
 // Which compiled instance runs a problem. Rule: the first instance in manifest order that supports the
 // problem. The manifest lists its specialized fast paths (the warp-specialized "evenn" instance) before
 // the general ones, and the default set before the extra instances of a full build, so the order is the
-// preference (codegen/manifest.py records the measurements behind it).
+// preference (codegen/manifest.py records the measurements behind it). One exception: FP8 calls too small to
+// matter on the GPU prefer the instances that transpose V on chip, which need one launch instead of two.
 
 #include <string>
 
@@ -64,6 +65,13 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
   return true;
 }
 
+bool prefers_single_launch(Arguments const& args) {
+  // At most 2^28 FLOPs (a few microseconds of GPU time even at vnat's rate): the separate V transpose's
+  // launch (3-4 us of host time on the H200) would cost more than the on-chip transposition.
+  constexpr double kTinyFlops = double(1 << 28);
+  return is_fp8(args.problem.input_type) && args.v.stride_d == 1 && args.problem.flops() <= kTinyFlops;
+}
+
 KernelInstance const* find_transpose_instance(int head_dim, std::string const& name) {
   for (size_t i = 0; i < kNumKernelInstances; ++i) {
     KernelInstance const& k = *kKernelInstances[i];
@@ -90,10 +98,20 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
     return Status(StatusCode::kErrorKernelNotFound,
                   "kernel_name=" + args.kernel_name + " is not compiled in this build (list: fp8attn_profiler --list)");
   }
-  for (size_t i = 0; i < kNumKernelInstances; ++i) {
-    if (instance_supports(*kKernelInstances[i], args, nullptr)) {
-      *instance = kKernelInstances[i];
-      return Status::success();
+  // Two passes in manifest order: the single-launch "vnat" instances (V transposed on chip) only for calls
+  // small enough to be bound by launch latency, everything else otherwise (vnat's throughput is 2.4-3x lower;
+  // codegen/manifest.py has the numbers).
+  bool const tiny = prefers_single_launch(args);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < kNumKernelInstances; ++i) {
+      KernelInstance const& k = *kKernelInstances[i];
+      if (k.kind != OperationKind::kFmhaFwd) continue;
+      bool const vnat = fmha_config(k).fp8() && !fmha_config(k).v_transposed;
+      if (vnat != (tiny && pass == 0)) continue;
+      if (instance_supports(k, args, nullptr)) {
+        *instance = &k;
+        return Status::success();
+      }
     }
   }
   FmhaProblem const& p = args.problem;

@@ -35,6 +35,9 @@ Status validate(Arguments const& args);
 /// Whether `instance` computes args' problem (and LSE when args.lse is set, with V in args' layout); if not,
 /// *why names the field and value.
 bool instance_supports(KernelInstance const& instance, Arguments const& args, std::string* why);
+/// Whether a call is small enough that one launch beats two: FP8 with a head_dim-contiguous V and little work,
+/// for which the heuristic prefers the instances that transpose V on chip ("vnat").
+bool prefers_single_launch(Arguments const& args);
 /// The instance forced by args.kernel_name, or the heuristic's pick for args.problem.
 Status select_instance(Arguments const& args, KernelInstance const** instance);
 /// The V-transpose instance for this head dim (or the one named), or nullptr.

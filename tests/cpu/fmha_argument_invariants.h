@@ -130,16 +130,17 @@ inline bool overlaps(TensorRef const& t, int64_t batch, int64_t seqlen, int64_t 
   }
   auto magnitude = [](int64_t s) { return s < 0 ? -static_cast<i128>(s) : static_cast<i128>(s); };
   std::stable_sort(dims.begin(), dims.end(), [&](Dim const& a, Dim const& b) { return magnitude(a.stride) < magnitude(b.stride); });
-  i128 next = 1;
-  char const* previous = nullptr;
+  // Proof of disjointness, mixed-radix style: sorted by stride, each stride must exceed the largest offset the
+  // smaller dimensions reach together (then the highest dimension in which two indices differ decides their
+  // offsets apart). Anything this cannot prove disjoint counts as overlapping.
+  i128 reach = 0;
   for (Dim const& d : dims) {
-    if (magnitude(d.stride) < next) {
-      *why = std::string(d.field) + "=" + std::to_string(d.stride) + " (extent " + std::to_string(d.extent) + ") < " +
-             (previous ? std::string(previous) + "*extent=" + to_text(next) : std::string("1"));
+    if (magnitude(d.stride) <= reach || d.stride == 0) {
+      *why = std::string(d.field) + "=" + std::to_string(d.stride) + " (extent " + std::to_string(d.extent) +
+             ") <= " + to_text(reach) + ", the offset the smaller strides reach";
       return true;
     }
-    next = magnitude(d.stride) * d.extent;
-    previous = d.field;
+    reach += magnitude(d.stride) * (d.extent - 1);
   }
   return false;
 }
