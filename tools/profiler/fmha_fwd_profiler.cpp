@@ -160,21 +160,9 @@ void FmhaFwdProfiler::verify(ProblemSpec const& spec, ProblemTensors& tensors, R
 
 Row FmhaFwdProfiler::run_candidate(ProblemSpec const& spec, Candidate const& candidate, ProblemTensors& tensors,
                                    References const& refs, StreamHandle stream) const {
-  Row row;
-  row.operation_kind = name();
-  row.problem = spec;
-  row.provider = candidate.provider;
-  row.operation = candidate.operation;
-  if (!candidate.implementable) {
-    row.disposition = "not_supported";
-    row.notes = candidate.implementable.message();
-    return row;
-  }
-  auto fail = [&row](std::string what, Status const& s) {
-    row.disposition = "failed";
-    row.notes = what + ": " + s.to_string();
-    return row;
-  };
+  Row row = first_row(spec, candidate);
+  if (!candidate.implementable) return row;
+  auto fail = [&row](std::string const& what, Status const& s) { return failed(row, what, s); };
 
   FmhaFwd::Arguments args = tensors.arguments();
   args.kernel_name = candidate.kernel_name;

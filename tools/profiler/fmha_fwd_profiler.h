@@ -27,14 +27,6 @@ class FmhaFwdProfiler : public OperationProfiler {
   bool profile(ProblemSpec const& spec, StreamHandle stream, Report* report) override;
 
  private:
-  /// One kernel to profile for a problem, and whether it can run it.
-  struct Candidate {
-    std::string provider;
-    std::string kernel_name;  ///< forced name; empty for the heuristic
-    std::string operation;    ///< name shown in the row
-    Status implementable;
-  };
-
   /// The verification a problem gets, computed once and shared by its candidates.
   struct References {
     bool device = false;  ///< o_ref holds the device reference

@@ -20,6 +20,25 @@ std::vector<std::unique_ptr<OperationProfiler>> make_profilers(Options const& op
   return out;
 }
 
+Row OperationProfiler::first_row(ProblemSpec const& spec, Candidate const& candidate) const {
+  Row row;
+  row.operation_kind = name();
+  row.problem = spec;
+  row.provider = candidate.provider;
+  row.operation = candidate.operation;
+  if (!candidate.implementable) {
+    row.disposition = "not_supported";
+    row.notes = candidate.implementable.message();
+  }
+  return row;
+}
+
+Row OperationProfiler::failed(Row row, std::string const& what, Status const& status) {
+  row.disposition = "failed";
+  row.notes = what + ": " + status.to_string();
+  return row;
+}
+
 Status sync_stream(StreamHandle stream, char const* what) {
   cudaError_t const err = cudaStreamSynchronize(stream);
   if (err == cudaSuccess) return Status::success();

@@ -37,6 +37,20 @@ class OperationProfiler {
   virtual bool profile(ProblemSpec const& problem, StreamHandle stream, Report* report) = 0;
 
  protected:
+  /// One kernel to profile for a problem, and whether it can run it.
+  struct Candidate {
+    std::string provider;
+    std::string kernel_name;  ///< forced name; empty: the handle's own choice (the heuristic)
+    std::string operation;    ///< name shown in the row
+    Status implementable;
+  };
+
+  /// A candidate's row before it runs: kind, problem, provider and operation filled in; disposition
+  /// "not_supported" (with the reason) when the candidate cannot run the problem.
+  Row first_row(ProblemSpec const& spec, Candidate const& candidate) const;
+  /// `row` marked failed: "<what>: <status>".
+  static Row failed(Row row, std::string const& what, Status const& status);
+
   Options const& options_;
 };
 

@@ -111,21 +111,9 @@ std::vector<TransposeVProfiler::Candidate> TransposeVProfiler::candidates(Transp
 Row TransposeVProfiler::run_candidate(ProblemSpec const& spec, Candidate const& candidate, TransposeVArguments args,
                                       std::vector<uint8_t> const& expected, size_t vt_bytes,
                                       StreamHandle stream) const {
-  Row row;
-  row.operation_kind = name();
-  row.problem = spec;
-  row.provider = candidate.provider;
-  row.operation = candidate.operation;
-  if (!candidate.implementable) {
-    row.disposition = "not_supported";
-    row.notes = candidate.implementable.message();
-    return row;
-  }
-  auto fail = [&row](std::string what, Status const& s) {
-    row.disposition = "failed";
-    row.notes = what + ": " + s.to_string();
-    return row;
-  };
+  Row row = first_row(spec, candidate);
+  if (!candidate.implementable) return row;
+  auto fail = [&row](std::string const& what, Status const& s) { return failed(row, what, s); };
   args.kernel_name = candidate.kernel_name;
 
   // Verification run into V^T full of 0xFF (NaN in e4m3 and e5m2, never produced by the generator), so that any

@@ -28,14 +28,6 @@ class TransposeVProfiler : public OperationProfiler {
   bool profile(ProblemSpec const& spec, StreamHandle stream, Report* report) override;
 
  private:
-  /// One kernel to profile for a problem, and whether it can run it.
-  struct Candidate {
-    std::string provider;
-    std::string kernel_name;  ///< forced name; empty: the instance TransposeV picks for head_dim
-    std::string operation;    ///< name shown in the row
-    Status implementable;
-  };
-
   std::vector<Candidate> candidates(fmha::TransposeVArguments const& args) const;
   /// Runs, verifies (against `expected`, the host copy of V^T; empty: not verified) and times one candidate.
   Row run_candidate(ProblemSpec const& spec, Candidate const& candidate, fmha::TransposeVArguments args,
