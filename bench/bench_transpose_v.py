@@ -1,4 +1,4 @@
-"""Bandwidth of kernels/transpose_v.py configurations through the Triton JIT (device only; a benchmark).
+"""Bandwidth of kernels/transpose_v/transpose_v_triton.py configurations through the Triton JIT (device only; a benchmark).
 
 Bytes counted: V read once and V^T written once. The attention op pays this on every call whose V is
 head_dim-contiguous, so it must run near the copy bandwidth (~4.3 TB/s on the H200).
@@ -13,7 +13,7 @@ import torch
 import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
-from transpose_v import transpose_v_kernel  # noqa: E402
+from transpose_v.transpose_v_triton import transpose_v_kernel  # noqa: E402
 
 
 def main():
@@ -27,7 +27,7 @@ def main():
     unhinted = triton.jit(transpose_v_kernel.fn, do_not_specialize=["seqlen"])
     for kernel, bs, warps in [(transpose_v_kernel, 64, 4), (transpose_v_kernel, 128, 4), (unhinted, 64, 4),
                               (unhinted, 128, 4), (unhinted, 128, 8), (unhinted, 256, 8)]:
-        grid = (triton.cdiv(s_pad, bs), b * h)
+        grid = (triton.cdiv(s_pad, bs) * b * h,)  # one-dimensional, sequence blocks fastest (as the runtime)
 
         def run():
             kernel[grid](v, vt, s, s_pad, h, v.stride(0), v.stride(2), v.stride(1), HEAD_DIM=d,

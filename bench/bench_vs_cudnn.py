@@ -9,8 +9,8 @@ too: fp8attn_profiler --suite=standard; 32768 tokens per problem, H_q * D = 4096
   cudnn-bf16    torch SDPA, SDPBackend.CUDNN_ATTENTION
   flash-bf16    torch SDPA, SDPBackend.FLASH_ATTENTION
 
-FLOPs: flops() below, which mirrors FmhaProblem::flops() (src/fmha_fwd.cpp): 4 * B * H_q * S_q * S_k * D, halved
-for causal when S_q == S_k. Timing: warm-up, then CUDA events around
+FLOPs: the library's own count, fp8attn.flops (FmhaProblem::flops: 4 * B * H_q * S_q * S_k * D, halved for causal
+when S_q == S_k), so the benchmark and the profiler cannot disagree. Timing: warm-up, then CUDA events around
 back-to-back calls (about --target-ms per sample), median of --repeats samples; JAX has no CUDA events, so
 cudnn-fp8 is timed by wall clock around the same number of asynchronous dispatches and a final
 block_until_ready. Inputs are Gaussian and larger than L2. The error column is ||O - ref|| / ||ref|| against
@@ -45,13 +45,11 @@ SUITE_COLUMNS = ("batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_d
 
 
 def flops(batch, heads_q, seqlen_q, seqlen_k, head_dim, causal):
-    """FLOPs of attention forward; mirrors FmhaProblem::flops() (src/fmha_fwd.cpp), which the profiler uses.
+    """FLOPs of attention forward as the library counts them (fp8attn.flops, i.e. FmhaProblem::flops, which the
+    profiler uses too); imported here so that listing the configurations needs no built module."""
+    import fp8attn
 
-    4 * B * H_q * S_q * S_k * D (two GEMMs of 2 * S_q * S_k * D each, per batch and query head), halved for
-    causal attention when S_q == S_k.
-    """
-    f = 4.0 * batch * heads_q * seqlen_q * seqlen_k * head_dim
-    return f / 2 if causal and seqlen_q == seqlen_k else f
+    return fp8attn.flops(batch, heads_q, seqlen_q, seqlen_k, head_dim, causal)
 
 
 @dataclasses.dataclass

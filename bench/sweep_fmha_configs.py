@@ -1,4 +1,4 @@
-"""Tile-configuration sweep of kernels/fmha_fwd.py through the Triton JIT (device only).
+"""Tile-configuration sweep of kernels/fmha_fwd/fmha_fwd_triton.py through the Triton JIT (device only).
 
 Used to choose the manifest's default instances: every configuration is checked against a float64
 reference on a slice of the problem before its time counts, because a fast configuration that returns
@@ -17,7 +17,7 @@ import torch
 import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
-from fmha_fwd import fmha_fwd_kernel  # noqa: E402
+from fmha_fwd.fmha_fwd_triton import fmha_fwd_kernel  # noqa: E402
 
 E4M3 = torch.float8_e4m3fn
 
@@ -35,7 +35,7 @@ def launch(q, k, vt, o, descales, causal, cfg, scale):
     s_k = k.shape[1]
     h_kv = k.shape[2]
     qd, kd, vd = descales
-    grid = (triton.cdiv(s_q, cfg["BLOCK_M"]), b * h)
+    grid = (triton.cdiv(s_q, cfg["BLOCK_M"]) * b * h,)  # one-dimensional, query blocks fastest (as the runtime)
     KERNEL[grid](
         q, k, vt, o, o,  # LSE unused (write_lse=0)
         qd, kd, vd, 0, 0, 0, 0, 0, 0, scale,

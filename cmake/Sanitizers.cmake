@@ -6,7 +6,7 @@
 # -fno-sanitize-recover=all: UBSan otherwise prints and continues, and the test still passes.
 # -fno-omit-frame-pointer -g: readable stack traces in the reports.
 #
-# CUDA sources (src/reference/*.cu, the profiler's device reference): their host side is sanitized through
+# CUDA sources (tools/util/reference/*.cu, the profiler's device reference): their host side is sanitized through
 # -Xcompiler, one flag per -Xcompiler because nvcc splits its argument at commas (and a sanitizer list has
 # commas). Device code is never instrumented (-Xcompiler reaches only the host compiler; use
 # compute-sanitizer for device code). Every executable links with the host C++ compiler (nothing links

@@ -1,6 +1,6 @@
 #pragma once
 // The invariants the argument fuzzer checks on what FmhaFwd did with one argument set. Written independently
-// of src/fmha_fwd.cpp (own overlap test, own 128-bit offset arithmetic) so that a bug there is not copied
+// of src/fmha/fmha_validate.cpp (own overlap test, own 128-bit offset arithmetic) so that a bug there is not copied
 // here. Pure: it judges an Observation, so --self-test can feed it deliberately wrong observations and
 // prove that each check can fail.
 
