@@ -477,7 +477,7 @@ def main():
     if args.list_configs:
         for c in configs:
             print(f"{c.name:<28} batch={c.batch} heads_q={c.heads_q} heads_kv={c.heads_kv} seqlen={c.seqlen} "
-                  f"head_dim={c.head_dim} causal={int(c.causal)} flops={c.flops:.6g}")
+                  f"head_dim={c.head_dim} causal={int(c.causal)}")
         print(f"{len(configs)} configs from {os.path.relpath(args.suite)}")
         return
     results = {c.name: {} for c in configs}

@@ -173,8 +173,8 @@ def emit_cpp(meta, cubin, out_path):
     for i in range(0, len(cubin), 24):
         hex_rows.append("  " + "".join(f"0x{b:02x}," for b in cubin[i:i + 24]))
     # Host TMA descriptors: the encoding the compiled kernel expects (Triton picks the swizzle and may split
-    # the box), in parameter order. elem_type is Triton's device enum; the host's differs for 8 and 9.
-    host_type = {8: 10, 9: 8}
+    # the box), in parameter order. elem_type is Triton's device enum; the host's differs for 8, 9 and 10 (bf16).
+    host_type = {8: 10, 9: 8, 10: 9}
     descs = [f"{{{m['swizzle']}, {m['elem_size']}, {host_type.get(m['elem_type'], m['elem_type'])}, "
              f"{len(m['block_size'])}, {{{', '.join(str(b) for b in m['block_size'])}}}}}"
              for m in meta["tensordesc_meta"]]

@@ -109,10 +109,27 @@ TRITON_PARAMS = [
     *_strides("q", "bhs"), *_strides("k", "bhs"), *_strides("v", "bhs"), *_strides("o", "bhs"),
 ]
 
+# The Gluon kernel (kernels/fmha_fwd/fmha_fwd_gluon.py) takes host TMA descriptors for Q, K, V^T and O (4-D,
+# so that TMA clips at each sequence's end) instead of pointers and strides; its scalars are the Triton
+# kernel's, in the same order.
+GLUON_PARAMS = [
+    Param("q_desc", "tensordesc", rank=4), Param("k_desc", "tensordesc", rank=4),
+    Param("vt_desc", "tensordesc", rank=4), Param("o_desc", "tensordesc", rank=4),
+    Param("LSE", "ptr", True),
+    Param("q_descale", "ptr"), Param("k_descale", "ptr"), Param("v_descale", "ptr"),
+    Param("q_descale_stride_b", "i64"), Param("q_descale_stride_h", "i64"),
+    Param("k_descale_stride_b", "i64"), Param("k_descale_stride_h", "i64"),
+    Param("v_descale_stride_b", "i64"), Param("v_descale_stride_h", "i64"),
+    Param("softmax_scale", "f32"),
+    Param("seqlen_q", "i32"), Param("seqlen_k", "i32"), Param("heads_q", "i32"), Param("group_size", "i32"),
+    Param("write_lse", "i32"),
+]
+
 # kernel key (the family, plus a variant where one family has several kernels) -> (kernel module, function,
 # params, C++ params struct)
 KERNELS = {
     "triton": ("fmha_fwd.fmha_fwd_triton", "fmha_fwd_kernel", TRITON_PARAMS, "FmhaFwdTritonParams"),
+    "gluon": ("fmha_fwd.fmha_fwd_gluon", "fmha_fwd_gluon_kernel", GLUON_PARAMS, "FmhaFwdGluonParams"),
 }
 
 
@@ -122,8 +139,46 @@ def kernel_of(c: FmhaConfig):
     return KERNELS[c.family]
 
 
+def _gluon_tensordesc(dtype, block, swizzle=128):
+    """Gluon's signature string of a host descriptor: element type, block and the shared layout its TMA
+    writes (NVMMASharedLayout of the descriptor's own rank; the kernel reshapes the block to 2-D for wgmma)."""
+    bits = 8 if dtype.startswith("fp8") else {"bf16": 16, "fp16": 16, "fp32": 32}[dtype]
+    return (f"tensordesc<{dtype}[{', '.join(str(b) for b in block)}],NVMMASharedLayout(swizzle_byte_width={swizzle}, "
+            f"element_bitwidth={bits}, rank={len(block)}, transposed=False, fp4_padded=False, cga_layout=[])>")
+
+
+# Rows of the query block per consumer warpgroup of the Gluon kernel (one wgmma M extent over 4 warps).
+GLUON_WG_M = 64
+
+
+def _gluon_compile_spec(c: FmhaConfig):
+    _, _, params, _ = kernel_of(c)
+    supported = (c.qk_type == "e4m3" and c.v_type == "e4m3" and c.out_type == "bf16" and c.acc_type == "f32"
+                 and c.block_m == 2 * GLUON_WG_M and c.block_n == 128 and c.head_dim == 128 and c.warps == 4
+                 and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural)
+    if not supported:
+        raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 -> bf16, 128x128x128, w4 (two consumer warpgroups "
+                         "of 64 rows + a producer warp), 2 or 3 stages, V^T, no ws/evenn/vnat flags")
+    io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
+    types = {
+        # Q, O: [batch, seqlen_q, heads_q, head_dim]; K: [batch, seqlen_k, heads_kv, head_dim];
+        # V^T: [batch, heads_kv, head_dim, seqlen_k] (sequence contiguous).
+        "q_desc": _gluon_tensordesc(io, [1, c.block_m, 1, c.head_dim]),
+        "k_desc": _gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim]),
+        "vt_desc": _gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n]),
+        # Each consumer warpgroup stores its own 64 rows.
+        "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim]),
+        "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
+    }
+    constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
+                  "NUM_STAGES": c.stages}
+    return params, types, constexprs, c.warps, c.stages
+
+
 def compile_spec(c: FmhaConfig):
     """(params, pointer types, constexprs, num_warps, num_stages) of this instance."""
+    if c.family == "gluon":
+        return _gluon_compile_spec(c)
     _, _, params, _ = kernel_of(c)
     io = TRITON_TYPES[c.qk_type]
     types = {"Q": f"*{io}", "K": f"*{io}", "V": f"*{TRITON_TYPES[c.v_type]}", "O": f"*{TRITON_TYPES[c.out_type]}",

@@ -56,6 +56,10 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              std::to_string(k.block_n) + " (evenn instances have no masked tail)";
     });
   }
+  if (instance.family == library::KernelFamily::kGluon && p.seqlen_k == 0) {
+    // Its K and V arrive as TMA descriptors, which cannot describe an empty (possibly null) tensor.
+    return fail([] { return std::string("seqlen_k=0: the gluon instance takes K and V through TMA descriptors"); });
+  }
   if (k.fp8() && !k.v_transposed && args.v.stride_d != 1) {
     return fail([&] {
       return "v.stride_d=" + std::to_string(args.v.stride_d) +

@@ -1,6 +1,7 @@
 // Arguments -> launch plan, once per initialize(): the workspace layout, the loaded functions, the grids and
 // the packed kernel parameters (generated structs, filled by field name). run() only launches the plan.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -15,8 +16,48 @@ namespace fp8attn::fmha::detail {
 namespace {
 
 using fp8attn::detail::CudaDriver;
+using fp8attn::detail::TensorDescMeta;
 
 char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) + offset; }
+
+/// The Gluon kernel's parameters: host TMA descriptors (4-D, Triton's outermost-first order, so that TMA clips at
+/// each sequence's end) encoded as the compiled kernel expects them (instance.tensor_descs), then the scalars.
+/// V is read as V^T [batch, heads_kv, head_dim, seqlen_k] with strides (vb, vh, vs, 1).
+template <typename FillCommon>
+Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstance const& instance, void const* v_ptr,
+                  int64_t vb, int64_t vh, int64_t vs, FillCommon const& fill_common, runtime::ParamPack* pack) {
+  FmhaProblem const& p = args.problem;
+  if (instance.num_tensor_descs != 4) return Status(StatusCode::kErrorInternal, "gluon fmha: expected 4 descriptors");
+  int64_t const d = p.head_dim;
+  // TMA cannot describe an empty dimension: with seqlen_k == 0 the kernel loads no K/V tile (its seqlen_k
+  // scalar stays 0), so the maps only need to be valid.
+  int64_t const sk = std::max<int64_t>(p.seqlen_k, 1);
+  generated::FmhaFwdGluonParams kp;
+  fill_common(kp);
+  TensorDescMeta const* m = instance.tensor_descs;
+  if (Status s = runtime::make_tensor_map_param(driver, m[0], args.q.ptr, {p.batch, p.seqlen_q, p.heads_q, d},
+                                                {args.q.stride_b, args.q.stride_s, args.q.stride_h, 1}, &kp.q_desc);
+      !s) {
+    return s;
+  }
+  if (Status s = runtime::make_tensor_map_param(driver, m[1], args.k.ptr, {p.batch, sk, p.heads_kv, d},
+                                                {args.k.stride_b, args.k.stride_s, args.k.stride_h, 1}, &kp.k_desc);
+      !s) {
+    return s;
+  }
+  if (Status s = runtime::make_tensor_map_param(driver, m[2], v_ptr, {p.batch, p.heads_kv, d, sk},
+                                                {vb, vh, vs, 1}, &kp.vt_desc);
+      !s) {
+    return s;
+  }
+  if (Status s = runtime::make_tensor_map_param(driver, m[3], args.o.ptr, {p.batch, p.seqlen_q, p.heads_q, d},
+                                                {args.o.stride_b, args.o.stride_s, args.o.stride_h, 1}, &kp.o_desc);
+      !s) {
+    return s;
+  }
+  kp.pack(*pack);
+  return Status::success();
+}
 
 }  // namespace
 
@@ -145,42 +186,53 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, void* wo
     return d.ptr ? static_cast<void const*>(d.ptr) : reinterpret_cast<void const*>(one);
   };
 
-  generated::FmhaFwdTritonParams kp;
-  kp.Q = args.q.ptr;
-  kp.K = args.k.ptr;
-  kp.V = v_ptr;
-  kp.O = args.o.ptr;
-  kp.LSE = args.lse;
-  kp.q_descale = descale(args.q_descale);
-  kp.k_descale = descale(args.k_descale);
-  kp.v_descale = descale(args.v_descale);
-  kp.q_descale_stride_b = args.q_descale.ptr ? args.q_descale.stride_b : 0;
-  kp.q_descale_stride_h = args.q_descale.ptr ? args.q_descale.stride_h : 0;
-  kp.k_descale_stride_b = args.k_descale.ptr ? args.k_descale.stride_b : 0;
-  kp.k_descale_stride_h = args.k_descale.ptr ? args.k_descale.stride_h : 0;
-  kp.v_descale_stride_b = args.v_descale.ptr ? args.v_descale.stride_b : 0;
-  kp.v_descale_stride_h = args.v_descale.ptr ? args.v_descale.stride_h : 0;
-  kp.softmax_scale = args.softmax_scale > 0.0f ? args.softmax_scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
-  kp.seqlen_q = p.seqlen_q;
-  kp.seqlen_k = p.seqlen_k;
-  kp.heads_q = p.heads_q;
-  kp.group_size = p.heads_q / p.heads_kv;
-  kp.write_lse = args.lse ? 1 : 0;
-  kp.stride_qb = args.q.stride_b;
-  kp.stride_qh = args.q.stride_h;
-  kp.stride_qs = args.q.stride_s;
-  kp.stride_kb = args.k.stride_b;
-  kp.stride_kh = args.k.stride_h;
-  kp.stride_ks = args.k.stride_s;
-  kp.stride_vb = vb;
-  kp.stride_vh = vh;
-  kp.stride_vs = vs;
-  kp.stride_ob = args.o.stride_b;
-  kp.stride_oh = args.o.stride_h;
-  kp.stride_os = args.o.stride_s;
-  kp.global_scratch = w.scratch_bytes ? at(workspace, w.scratch_offset) : nullptr;
+  float const scale = args.softmax_scale > 0.0f ? args.softmax_scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  // The scalars both families' kernels take, by field name.
+  auto fill_common = [&](auto& kp) {
+    kp.LSE = args.lse;
+    kp.q_descale = descale(args.q_descale);
+    kp.k_descale = descale(args.k_descale);
+    kp.v_descale = descale(args.v_descale);
+    kp.q_descale_stride_b = args.q_descale.ptr ? args.q_descale.stride_b : 0;
+    kp.q_descale_stride_h = args.q_descale.ptr ? args.q_descale.stride_h : 0;
+    kp.k_descale_stride_b = args.k_descale.ptr ? args.k_descale.stride_b : 0;
+    kp.k_descale_stride_h = args.k_descale.ptr ? args.k_descale.stride_h : 0;
+    kp.v_descale_stride_b = args.v_descale.ptr ? args.v_descale.stride_b : 0;
+    kp.v_descale_stride_h = args.v_descale.ptr ? args.v_descale.stride_h : 0;
+    kp.softmax_scale = scale;
+    kp.seqlen_q = p.seqlen_q;
+    kp.seqlen_k = p.seqlen_k;
+    kp.heads_q = p.heads_q;
+    kp.group_size = p.heads_q / p.heads_kv;
+    kp.write_lse = args.lse ? 1 : 0;
+    kp.global_scratch = w.scratch_bytes ? at(workspace, w.scratch_offset) : nullptr;
+  };
   plan->attention_params.clear();
-  kp.pack(plan->attention_params);
+  if (instance.family == library::KernelFamily::kGluon) {
+    if (Status s = pack_gluon(*driver, args, instance, v_ptr, vb, vh, vs, fill_common, &plan->attention_params); !s) {
+      return s;
+    }
+  } else {
+    generated::FmhaFwdTritonParams kp;
+    fill_common(kp);
+    kp.Q = args.q.ptr;
+    kp.K = args.k.ptr;
+    kp.V = v_ptr;
+    kp.O = args.o.ptr;
+    kp.stride_qb = args.q.stride_b;
+    kp.stride_qh = args.q.stride_h;
+    kp.stride_qs = args.q.stride_s;
+    kp.stride_kb = args.k.stride_b;
+    kp.stride_kh = args.k.stride_h;
+    kp.stride_ks = args.k.stride_s;
+    kp.stride_vb = vb;
+    kp.stride_vh = vh;
+    kp.stride_vs = vs;
+    kp.stride_ob = args.o.stride_b;
+    kp.stride_oh = args.o.stride_h;
+    kp.stride_os = args.o.stride_s;
+    kp.pack(plan->attention_params);
+  }
   plan->attention_launch =
       runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(attention_programs(p, instance)));
   return Status::success();

@@ -70,9 +70,20 @@ Need instance(DataType type, int head_dim, bool causal, std::string extra = "",
 Need const kFp8Base = instance(DataType::kE4M3, 128, false);
 Need const kFp8WarpSpecialized =
     instance(DataType::kE4M3, 128, false, "warp-specialized evenn", [](FmhaDescription const& op) { return op.warp_specialized && op.even_n; });
+Need const kFp8Gluon = instance(DataType::kE4M3, 128, false, "gluon", [](FmhaDescription const& op) {
+  return op.family == fp8attn::library::KernelFamily::kGluon;
+});
 Need const kFp8WithTail = instance(DataType::kE4M3, 128, false, "non-evenn (masked tail)", [](FmhaDescription const& op) { return !op.even_n; });
 Need const kFp8WithLse = instance(DataType::kE4M3, 128, false, "LSE-writing", [](FmhaDescription const& op) { return op.writes_lse; });
 Need const kFp8Causal = instance(DataType::kE4M3, 128, true);
+
+/// The name of the first compiled instance a Need accepts (the caller checked applicable() first).
+std::string name_of(Need const& need) {
+  for (FmhaDescription const& op : fp8attn::library::fmha_operations()) {
+    if (need.matches(op)) return op.name;
+  }
+  return {};
+}
 
 int& not_applicable() {
   static int count = 0;
@@ -164,7 +175,11 @@ int main() {
   {
     auto a = valid_fp8();
     expect_ok(a, "FP8 B=2 H=8 S=8192 D=128", {&kFp8Base});
-    if (applicable("S=8192 non-causal takes the warp-specialized evenn instance", {&kFp8WarpSpecialized})) {
+    // Manifest order is preference: the Gluon instance where compiled, else the warp-specialized evenn one.
+    if (applicable("S=8192 non-causal takes the gluon instance", {&kFp8Gluon})) {
+      CHECK(contains(selected(a), "e4m3_e4m3_f32_bf16_") && contains(selected(a), "_gluon"),
+            "S=8192 non-causal should take the gluon instance, got " + selected(a));
+    } else if (applicable("S=8192 non-causal takes the warp-specialized evenn instance", {&kFp8WarpSpecialized})) {
       CHECK(contains(selected(a), "e4m3_e4m3_f32_bf16_") && contains(selected(a), "_ws_evenn"),
             "S=8192 non-causal should take a warp-specialized evenn instance, got " + selected(a));
     }
@@ -193,8 +208,8 @@ int main() {
       CHECK(!contains(selected(a), "_ws"), "LSE must not select a warp-specialized instance: " + selected(a));
     }
     if (applicable("forced ws instance with LSE", {&kFp8WarpSpecialized})) {
-      a.kernel_name = selected(valid_fp8());
-      CHECK(contains(a.kernel_name, "_ws"), "the S=8192 pick is warp-specialized: " + a.kernel_name);
+      a.kernel_name = name_of(kFp8WarpSpecialized);
+      CHECK(contains(a.kernel_name, "_ws"), "the instance is warp-specialized: " + a.kernel_name);
       expect_error(a, StatusCode::kErrorNotSupported, "lse was requested", "forced ws instance with LSE");
     }
   }
@@ -371,7 +386,7 @@ int main() {
   { auto a = valid_fp8(); a.kernel_name = "nope"; expect_error(a, StatusCode::kErrorKernelNotFound, "kernel_name=nope", "unknown kernel"); }
   if (applicable("evenn instance forced on a tail", {&kFp8WarpSpecialized, &kFp8WithTail})) {
     auto a = valid_fp8(1, 4, 1000);
-    a.kernel_name = selected(valid_fp8());  // the evenn instance
+    a.kernel_name = name_of(kFp8WarpSpecialized);  // the evenn instance
     expect_error(a, StatusCode::kErrorNotSupported, "seqlen_k=1000", "evenn with a tail");
   }
   if (applicable("causal instance forced on a non-causal problem", {&kFp8Causal})) {
