@@ -14,6 +14,15 @@ function(_fp8attn_triton_version python out)
   endif()
 endfunction()
 
+# A wheel build (scikit-build-core) runs in an environment whose interpreter has the pinned Triton as a build
+# requirement (pyproject.toml): use it.
+if(NOT FP8ATTN_PYTHON AND SKBUILD AND Python_EXECUTABLE)
+  _fp8attn_triton_version(${Python_EXECUTABLE} _version)
+  if(_version STREQUAL FP8ATTN_TRITON_VERSION)
+    set(FP8ATTN_PYTHON ${Python_EXECUTABLE})
+  endif()
+endif()
+
 if(NOT FP8ATTN_PYTHON)
   find_program(_fp8attn_system_python NAMES python3 python REQUIRED)
   _fp8attn_triton_version(${_fp8attn_system_python} _version)
