@@ -1,0 +1,66 @@
+"""fp8attn as PyTorch operators (torch.library): fp8attn::fmha_fwd and fp8attn::fmha_fwd_lse.
+
+Registered custom operators with fixed schemas, so that torch.compile (fullgraph=True) can trace through them,
+CUDA graphs can capture them, and fake tensors give their output shapes without running anything:
+
+    torch.ops.fp8attn.fmha_fwd(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout) -> O
+    torch.ops.fp8attn.fmha_fwd_lse(...same...) -> (O, LSE)
+
+Two operators rather than one with a flag: a schema's return type cannot depend on an argument, and asking for
+LSE can change which kernel runs (the fastest non-causal instance does not write it). Arguments as in
+fp8attn.fmha_fwd: q, k, v in the layout named by `layout` ("bshd" or "bhsd"), e4m3 or bf16; the descales
+float32 [1] or [B, H_kv] (required for e4m3, None for bf16); softmax_scale 0 (or None through the Python
+wrappers) selects 1/sqrt(D). Inference only: backward raises.
+"""
+
+from typing import Optional, Tuple
+
+import torch
+
+from . import fmha as _fmha
+
+_OUTPUT_DTYPE = torch.bfloat16
+
+
+def _lse_shape(q, layout):
+    b, s, h = (q.shape[0], q.shape[1], q.shape[2]) if layout == "bshd" else (q.shape[0], q.shape[2], q.shape[1])
+    return (b, h, s)
+
+
+@torch.library.custom_op("fp8attn::fmha_fwd", mutates_args=(), device_types="cuda")
+def fmha_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Optional[torch.Tensor],
+             k_descale: Optional[torch.Tensor], v_descale: Optional[torch.Tensor], softmax_scale: float,
+             causal: bool, layout: str) -> torch.Tensor:
+    return _fmha.fmha_fwd(q, k, v, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
+                          softmax_scale=softmax_scale or None, causal=causal, layout=layout)
+
+
+@torch.library.custom_op("fp8attn::fmha_fwd_lse", mutates_args=(), device_types="cuda")
+def fmha_fwd_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Optional[torch.Tensor],
+                 k_descale: Optional[torch.Tensor], v_descale: Optional[torch.Tensor], softmax_scale: float,
+                 causal: bool, layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _fmha.fmha_fwd(q, k, v, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
+                          softmax_scale=softmax_scale or None, causal=causal, return_lse=True, layout=layout)
+
+
+# Fake (meta) implementations: output shapes and types only, for tracing and torch.compile.
+@fmha_fwd.register_fake
+def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout):
+    return torch.empty_like(q, dtype=_OUTPUT_DTYPE)
+
+
+@fmha_fwd_lse.register_fake
+def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout):
+    return torch.empty_like(q, dtype=_OUTPUT_DTYPE), q.new_empty(_lse_shape(q, layout), dtype=torch.float32)
+
+
+def _inference_only(ctx, *grads):
+    raise RuntimeError("fp8attn::fmha_fwd is inference-only: it has no backward (use a BF16 attention for training)")
+
+
+def _save_nothing(ctx, inputs, output):
+    pass
+
+
+fmha_fwd.register_autograd(_inference_only, setup_context=_save_nothing)
+fmha_fwd_lse.register_autograd(_inference_only, setup_context=_save_nothing)

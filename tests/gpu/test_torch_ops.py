@@ -1,0 +1,84 @@
+"""The torch.library operators (fp8attn/ops.py): torch.ops.fp8attn.fmha_fwd and fmha_fwd_lse.
+
+opcheck (schema, fake implementation, dispatch), torch.compile(fullgraph=True) through them, CUDA-graph capture,
+the same bits as fp8attn.fmha_fwd, and a clear error on backward (inference only).
+"""
+
+import pytest
+
+import fmha_utils as fu
+
+if fu.SKIP_REASON:
+    pytest.skip(fu.SKIP_REASON, allow_module_level=True)
+
+import torch  # noqa: E402
+
+import fp8attn  # noqa: E402
+from fmha_utils import Problem  # noqa: E402
+
+CASES = [("e4m3", False, "bshd"), ("e4m3", True, "bhsd"), ("bf16", True, "bshd")]
+
+
+def case_id(c):
+    return f"{c[0]}-{'causal' if c[1] else 'full'}-{c[2]}"
+
+
+def operands(dtype, causal, layout, seed):
+    p = Problem(batch=2, seqlen_q=200, seqlen_k=300, heads_q=4, heads_kv=2, causal=causal, dtype=dtype,
+                layout=layout)
+    inp = fu.make_inputs(p, seed)
+    return inp, (inp.q, inp.k, inp.v, inp.q_descale, inp.k_descale, inp.v_descale, 0.0, causal, layout)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_opcheck(case, seed):
+    _, args = operands(*case, seed)
+    torch.library.opcheck(torch.ops.fp8attn.fmha_fwd.default, args)
+    torch.library.opcheck(torch.ops.fp8attn.fmha_fwd_lse.default, args)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_same_bits_as_the_python_api(case, seed):
+    inp, args = operands(*case, seed)
+    o = torch.ops.fp8attn.fmha_fwd(*args)
+    o2, lse = torch.ops.fp8attn.fmha_fwd_lse(*args)
+    ref_o, ref_lse = fp8attn.fmha_fwd(inp.q, inp.k, inp.v, causal=case[1], return_lse=True, **inp.kwargs())
+    torch.cuda.synchronize()
+    assert torch.equal(o2, ref_o) and torch.equal(lse, ref_lse)
+    fu.check_accuracy(fu.to_bshd(o, inp.layout), inp, case[1], 128 ** -0.5,
+                      fu.block_n_of(fp8attn.select_kernel(inp.q, inp.k, inp.v, causal=case[1], **inp.kwargs())),
+                      what="torch.ops.fp8attn.fmha_fwd: ")
+
+
+def test_compile_fullgraph(seed):
+    inp, args = operands("e4m3", True, "bshd", seed)
+
+    def block(q, k, v, qd, kd, vd):
+        o = torch.ops.fp8attn.fmha_fwd(q, k, v, qd, kd, vd, 0.0, True, "bshd")
+        return o.float().sum(dim=-1)  # something around the op, so the graph is not the op alone
+
+    compiled = torch.compile(block, fullgraph=True)
+    got = compiled(*args[:6])
+    want = block(*args[:6])
+    torch.cuda.synchronize()
+    assert torch.equal(got, want)
+
+
+def test_cuda_graph_capture(seed):
+    inp, args = operands("e4m3", False, "bshd", seed)
+    torch.ops.fp8attn.fmha_fwd(*args)  # warm: modules loaded outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = torch.ops.fp8attn.fmha_fwd(*args)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, torch.ops.fp8attn.fmha_fwd(*args))
+
+
+def test_backward_raises(seed):
+    inp, args = operands("bf16", False, "bshd", seed)
+    q = inp.q.detach().clone().requires_grad_(True)
+    o = torch.ops.fp8attn.fmha_fwd(q, *args[1:])
+    with pytest.raises(RuntimeError, match="inference-only"):
+        o.float().sum().backward()
