@@ -109,7 +109,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < kNumKernelInstances; ++i) {
       KernelInstance const& k = *kKernelInstances[i];
-      if (k.kind != OperationKind::kFmhaFwd || fmha_config(k).head_dim != args.problem.head_dim) continue;
+      if (k.kind != OperationKind::kFmhaFwd) continue;
       bool const vnat = fmha_config(k).fp8() && !fmha_config(k).v_transposed;
       if (vnat != (tiny && pass == 0)) continue;
       if (instance_supports(k, args, nullptr)) {

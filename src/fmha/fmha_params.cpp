@@ -66,15 +66,10 @@ bool needs_v_transpose(Arguments const& args, KernelInstance const& instance) {
 }
 
 int64_t attention_programs(FmhaProblem const& p, KernelInstance const& instance) {
-  // Saturated at INT64_MAX (batch and heads_q near 2^31 each overflow int64; can_implement refuses that).
-  int64_t const block_m = fmha_config(instance).block_m;
-  int64_t const blocks = (int64_t{p.seqlen_q} + block_m - 1) / block_m;
-  int64_t programs = 0;
-  if (__builtin_mul_overflow(blocks, int64_t{p.batch}, &programs) ||
-      __builtin_mul_overflow(programs, int64_t{p.heads_q}, &programs)) {
-    return INT64_MAX;
-  }
-  return programs;
+  // 128-bit: batch and heads_q near 2^31 each would overflow int64; saturated (can_implement refuses it).
+  __int128 const block_m = fmha_config(instance).block_m;
+  __int128 const programs = (__int128{p.seqlen_q} + block_m - 1) / block_m * p.batch * p.heads_q;
+  return programs > INT64_MAX ? INT64_MAX : static_cast<int64_t>(programs);
 }
 
 WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& instance) {
@@ -84,7 +79,7 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
   // Sizes in 128-bit arithmetic: validated shapes can still ask for more bytes than size_t holds (batch and
   // seqlen near 2^31); such a plan is marked too_large and refused by can_implement.
   unsigned __int128 offset = 0;
-  auto align = [](unsigned __int128 x) { return (x + 255) & ~static_cast<unsigned __int128>(255); };
+  auto align = [](unsigned __int128 x) { return (x + 255) / 256 * 256; };
   if (w.transpose_v) {
     w.seqlen_pad = padded_seqlen(p.seqlen_k);
     unsigned __int128 const vt = static_cast<unsigned __int128>(p.batch) * p.heads_kv * p.head_dim * w.seqlen_pad *

@@ -133,15 +133,13 @@ Status check_tensor(char const* name, TensorRef const& t, int64_t seqlen, int64_
       return invalid(std::string(name) + "." + s.field + "=" + num(s.value) + " overflows 64-bit offsets");
     }
   }
-  // The kernels address rows through TMA descriptors, whose strides must stay below 2^40 bytes. (Shifts, not
-  // divisions: element sizes are powers of two, and this runs on every call.)
-  int const shift = __builtin_ctz(static_cast<unsigned>(element_bytes));
+  // The kernels address rows through TMA descriptors, whose strides must stay below 2^40 bytes.
   int64_t const row_stride = s_contiguous ? t.stride_d : t.stride_s;
-  if (row_stride > (kMaxTmaStrideBytes >> shift)) {
+  if (row_stride > kMaxTmaStrideBytes / element_bytes) {
     return invalid(std::string(name) + "." + (s_contiguous ? "stride_d=" : "stride_s=") + num(row_stride) +
                    " exceeds the TMA limit of 2^40 bytes");
   }
-  if (span > (std::numeric_limits<int64_t>::max() >> shift)) {
+  if (span > std::numeric_limits<int64_t>::max() / element_bytes) {
     return invalid(std::string(name) + " strides (stride_b=" + num(t.stride_b) + ", stride_s=" + num(t.stride_s) +
                    ", stride_h=" + num(t.stride_h) + "): the largest offset, " + num(span) +
                    " elements, overflows 64-bit byte offsets");
