@@ -158,10 +158,6 @@ def compile_instance(name, out_dir):
     return meta
 
 
-_CPP_KIND = {"fmha_fwd": "kFmhaFwd", "transpose_v": "kTransposeV"}
-_CPP_FAMILY = {"triton": "kTriton", "gluon": "kGluon"}
-
-
 def emit_cpp(meta, cubin, out_path):
     """The instance as C++: cubin bytes, its configuration record and a KernelInstance
     (src/runtime/kernel_instance.h) pointing at both."""
@@ -192,7 +188,7 @@ def emit_cpp(meta, cubin, out_path):
         f"const KernelInstance kInstance_{cname} = {{\n"
         f"  \"{cname}\", \"{meta['function']}\", kCubin, sizeof(kCubin),\n"
         f"  {meta['num_warps']}, {meta['shared']}, {meta['global_scratch_size']}, {meta['global_scratch_align']},\n"
-        f"  library::OperationKind::{_CPP_KIND[meta['operation']]}, library::KernelFamily::{_CPP_FAMILY[meta['family']]},\n"
+        f"  library::OperationKind::{operation.CPP_KIND}, library::KernelFamily::{FAMILIES[config.family].CPP_NAME},\n"
         f"  &kConfig, {desc_ref}}};\n\n"
         "}  // namespace fp8attn::detail\n")
 

@@ -7,6 +7,7 @@ so an operation module gives the full string as the parameter's type.
 """
 
 NAME = "gluon"
+CPP_NAME = "kGluon"  # library::KernelFamily
 
 
 def compile(fn, signature, constexprs, attrs, num_warps, num_stages, target):

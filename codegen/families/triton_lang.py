@@ -1,6 +1,7 @@
 """Family "triton": kernels written in triton.language, compiled with triton.compile(ASTSource)."""
 
 NAME = "triton"
+CPP_NAME = "kTriton"  # library::KernelFamily
 
 
 def compile(fn, signature, constexprs, attrs, num_warps, num_stages, target):

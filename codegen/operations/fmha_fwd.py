@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from params import Param
 
 NAME = "fmha_fwd"
+CPP_KIND = "kFmhaFwd"  # library::OperationKind
 ARCH = "sm90"
 TYPES = ("e4m3", "e5m2", "bf16", "f16", "f32")
 FAMILIES = ("triton", "gluon")
@@ -96,8 +97,9 @@ def _strides(prefix, names):
     return [Param(f"stride_{prefix}{n}", "i64", divisible_by_16=True) for n in names]
 
 
-TRITON_PARAMS = [
-    Param("Q", "ptr", True), Param("K", "ptr", True), Param("V", "ptr", True), Param("O", "ptr", True),
+# The scalars every attention kernel takes, in this order, after its operands (the runtime fills them once
+# for both families: fill_common in src/fmha/fmha_params.cpp).
+SCALAR_PARAMS = [
     Param("LSE", "ptr", True),
     Param("q_descale", "ptr"), Param("k_descale", "ptr"), Param("v_descale", "ptr"),
     Param("q_descale_stride_b", "i64"), Param("q_descale_stride_h", "i64"),
@@ -106,23 +108,20 @@ TRITON_PARAMS = [
     Param("softmax_scale", "f32"),
     Param("seqlen_q", "i32"), Param("seqlen_k", "i32"), Param("heads_q", "i32"), Param("group_size", "i32"),
     Param("write_lse", "i32"),
+]
+
+TRITON_PARAMS = [
+    Param("Q", "ptr", True), Param("K", "ptr", True), Param("V", "ptr", True), Param("O", "ptr", True),
+    *SCALAR_PARAMS,
     *_strides("q", "bhs"), *_strides("k", "bhs"), *_strides("v", "bhs"), *_strides("o", "bhs"),
 ]
 
 # The Gluon kernel (kernels/fmha_fwd/fmha_fwd_gluon.py) takes host TMA descriptors for Q, K, V^T and O (4-D,
-# so that TMA clips at each sequence's end) instead of pointers and strides; its scalars are the Triton
-# kernel's, in the same order.
+# so that TMA clips at each sequence's end) instead of pointers and strides, then the same scalars.
 GLUON_PARAMS = [
     Param("q_desc", "tensordesc", rank=4), Param("k_desc", "tensordesc", rank=4),
     Param("vt_desc", "tensordesc", rank=4), Param("o_desc", "tensordesc", rank=4),
-    Param("LSE", "ptr", True),
-    Param("q_descale", "ptr"), Param("k_descale", "ptr"), Param("v_descale", "ptr"),
-    Param("q_descale_stride_b", "i64"), Param("q_descale_stride_h", "i64"),
-    Param("k_descale_stride_b", "i64"), Param("k_descale_stride_h", "i64"),
-    Param("v_descale_stride_b", "i64"), Param("v_descale_stride_h", "i64"),
-    Param("softmax_scale", "f32"),
-    Param("seqlen_q", "i32"), Param("seqlen_k", "i32"), Param("heads_q", "i32"), Param("group_size", "i32"),
-    Param("write_lse", "i32"),
+    *SCALAR_PARAMS,
 ]
 
 # kernel key (the family, plus a variant where one family has several kernels) -> (kernel module, function,

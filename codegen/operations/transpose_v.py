@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from params import Param
 
 NAME = "transpose_v"
+CPP_KIND = "kTransposeV"  # library::OperationKind
 ARCH = "sm90"
 
 
