@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "fmha_internal.h"
 #include "runtime/cuda_driver.h"
@@ -55,8 +56,12 @@ Status TransposeV::can_implement(TransposeVArguments const& a) {
   if (a.batch == 0 || a.seqlen == 0) return Status::success();
   if (!a.v.ptr) return Status(StatusCode::kErrorNullPointer, "v.ptr is null");
   if (!a.vt) return Status(StatusCode::kErrorNullPointer, "vt is null");
-  if (reinterpret_cast<uintptr_t>(a.v.ptr) % 16 || reinterpret_cast<uintptr_t>(a.vt) % 16) {
-    return Status(StatusCode::kErrorMisalignedOperand, "v.ptr and vt must be 16-byte aligned");
+  for (auto [field, ptr] : {std::pair<char const*, void const*>{"v.ptr", a.v.ptr}, {"vt", a.vt}}) {
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%p", ptr);
+      return Status(StatusCode::kErrorMisalignedOperand, std::string(field) + "=" + text + " is not 16-byte aligned");
+    }
   }
   if (a.v.stride_d != 1) {
     return Status(StatusCode::kErrorInvalidProblem, "v.stride_d=" + num(a.v.stride_d) + " must be 1");

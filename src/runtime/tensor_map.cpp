@@ -1,5 +1,6 @@
 #include "tensor_map.h"
 
+#include <cstdio>
 #include <string>
 
 namespace fp8attn::runtime {
@@ -9,7 +10,10 @@ Status encode_tensor_map(detail::CudaDriver const& d, detail::TensorDescMeta con
   int const rank = meta.rank;
   if (rank < 1 || rank > 5) return Status(StatusCode::kErrorInternal, "tensor map rank " + std::to_string(rank));
   if (reinterpret_cast<uintptr_t>(address) % 16 != 0) {
-    return Status(StatusCode::kErrorMisalignedOperand, "tensor map address is not 16-byte aligned");
+    char text[32];
+    std::snprintf(text, sizeof(text), "%p", address);
+    return Status(StatusCode::kErrorMisalignedOperand, std::string("tensor map address=") + text +
+                                                           " is not 16-byte aligned");
   }
   if (strides[rank - 1] != 1) {
     return Status(StatusCode::kErrorInvalidProblem, "tensor map: the innermost dimension must be contiguous");
