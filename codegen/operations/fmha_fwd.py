@@ -169,8 +169,12 @@ def _gluon_compile_spec(c: FmhaConfig):
         "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim]),
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
     }
+    # Switches of the kernel that bench/sweep_gluon.py compares: PINGPONG (the two consumer warpgroups take
+    # turns on the tensor cores; measured 0-3% slower than letting them run free, so off) and KEY_PERMUTED
+    # (P handed to the P.V MMA without a register shuffle; needs a V^T whose keys are permuted, which the
+    # library's transpose does not write yet).
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "NUM_STAGES": c.stages}
+                  "NUM_STAGES": c.stages, "PINGPONG": False, "KEY_PERMUTED": False}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -1,0 +1,162 @@
+"""Variant sweep of the Gluon attention kernel through the JIT (device only): several versions of the kernel
+source and constexpr settings side by side on the D=128 points of the standard suite, each checked against
+a float64 reference before its time counts. Used to decide what goes into kernels/fmha_fwd/fmha_fwd_gluon.py.
+
+    python3 bench/sweep_gluon.py --variant new=kernels/fmha_fwd/fmha_fwd_gluon.py:PINGPONG=1 \
+        --variant old=/tmp/old_gluon.py [--csv out.csv] [--seqlens 512,8192]
+
+A variant is name=path[:CONST=int,...]; the path is a module defining fmha_fwd_gluon_kernel with the argument
+list of the library's kernel (kernels/ is put on sys.path for its imports).
+"""
+
+import argparse
+import csv
+import importlib.util
+import math
+import os
+import sys
+
+import torch
+import triton
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
+
+E4M3 = torch.float8_e4m3fn
+BLOCK_M, BLOCK_N, WG_M = 128, 128, 64
+
+
+def load_variant(spec):
+    name, rest = spec.split("=", 1)
+    path, _, consts = rest.partition(":")
+    module_spec = importlib.util.spec_from_file_location(f"gluon_variant_{name}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    constexprs = dict({"NUM_STAGES": 2}, **{k: int(v) for k, v in (kv.split("=") for kv in consts.split(",") if kv)})
+    return name, module.fmha_fwd_gluon_kernel, constexprs
+
+
+def suite_points(path, seqlens):
+    with open(path) as f:
+        lines = [l for l in f if l.strip() and not l.startswith("#")]
+    rows = list(csv.DictReader(lines))
+    points = [{k: int(v) for k, v in r.items()} for r in rows]
+    points = [p for p in points if p["head_dim"] == 128]
+    if seqlens:
+        points = [p for p in points if p["seqlen_q"] in seqlens]
+    return points
+
+
+def quantize(x):
+    scale = x.abs().amax().float() / 448.0
+    return (x / scale).to(E4M3), scale.reshape(1)
+
+
+def key_permutation(length, device):
+    """Position -> key of the key-permuted V^T: in each 32-key block, position 16h + 4t + 2j + e holds key
+    16h + 8j + 2t + e (the order in which a thread's accumulator fragment holds the keys)."""
+    pos = torch.arange(length, device=device)
+    base, r = pos - pos % 32, pos % 32
+    h, t, j, e = r // 16, (r // 4) % 4, (r // 2) % 2, r % 2
+    return base + 16 * h + 8 * j + 2 * t + e
+
+
+def layout(bits, rank=4):
+    return gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=bits, rank=rank)
+
+
+class Problem:
+    def __init__(self, p):
+        torch.manual_seed(0)
+        b, hq, hkv, s, sk, d = (p[k] for k in ("batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_dim"))
+        self.p, self.causal = p, bool(p["causal"])
+        (self.q, self.qd) = quantize(torch.randn(b, s, hq, d, device="cuda"))
+        (self.k, self.kd) = quantize(torch.randn(b, sk, hkv, d, device="cuda"))
+        (self.v, self.vd) = quantize(torch.randn(b, sk, hkv, d, device="cuda"))
+        self.vt = self.v.permute(0, 2, 3, 1).contiguous()  # [b, hkv, d, sk], sequence contiguous
+        assert sk % 32 == 0, "the sweep's key-permuted V^T needs whole 32-key blocks"
+        self.vt_perm = self.vt[..., key_permutation(sk, self.vt.device)].contiguous()
+        self.o = torch.empty(b, s, hq, d, device="cuda", dtype=torch.bfloat16)
+        self.lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
+        self.descs = (
+            TensorDescriptor.from_tensor(self.q, [1, BLOCK_M, 1, d], layout(8)),
+            TensorDescriptor.from_tensor(self.k, [1, BLOCK_N, 1, d], layout(8)),
+            TensorDescriptor.from_tensor(self.vt, [1, 1, d, BLOCK_N], layout(8)),
+            TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16)),
+        )
+        self.vt_perm_desc = TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, BLOCK_N], layout(8))
+        self.grid = (triton.cdiv(s, BLOCK_M) * b * hq,)
+        self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
+
+    def launch(self, kernel, constexprs):
+        p = self.p
+        descs = list(self.descs)
+        if constexprs.get("KEY_PERMUTED"):
+            descs[2] = self.vt_perm_desc
+        kernel[self.grid](*descs, self.lse, self.qd, self.kd, self.vd, 0, 0, 0, 0, 0, 0,
+                          1 / math.sqrt(p["head_dim"]), p["seqlen_q"], p["seqlen_k"], p["heads_q"],
+                          p["heads_q"] // p["heads_kv"], 1, HEAD_DIM=p["head_dim"], BLOCK_M=BLOCK_M,
+                          BLOCK_N=BLOCK_N, CAUSAL=self.causal, **constexprs,
+                          num_warps=4)
+
+    def reference(self, head):
+        """float64 attention of batch 0, one query head, on the dequantized inputs."""
+        g = self.p["heads_q"] // self.p["heads_kv"]
+        q = self.q[0, :, head].double() * self.qd.double()
+        k = self.k[0, :, head // g].double() * self.kd.double()
+        v = self.v[0, :, head // g].double() * self.vd.double()
+        s = q @ k.T / math.sqrt(q.shape[-1])
+        if self.causal:
+            sq, sk = s.shape
+            s = s.masked_fill(~torch.ones(sq, sk, dtype=torch.bool, device="cuda").tril(sk - sq), float("-inf"))
+        return torch.softmax(s, -1) @ v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--variant", action="append", required=True)
+    ap.add_argument("--suite", default=os.path.join(HERE, "suites", "standard.csv"))
+    ap.add_argument("--seqlens", default="")
+    ap.add_argument("--csv", default="")
+    args = ap.parse_args()
+    variants = [load_variant(v) for v in args.variant]
+    seqlens = {int(s) for s in args.seqlens.split(",") if s}
+    rows = []
+    print(f"{'variant':>10} {'S':>6} {'causal':>6} {'rel_err':>9} {'TFLOP/s':>8}", flush=True)
+    for p in suite_points(args.suite, seqlens):
+        prob = Problem(p)
+        head = p["heads_q"] // 2
+        ref = prob.reference(head)
+        for name, kernel, constexprs in variants:
+            try:
+                prob.o.fill_(float("nan"))
+                prob.launch(kernel, constexprs)
+                torch.cuda.synchronize()
+                out = prob.o[0, :, head].double()
+                err = ((out - ref).norm() / ref.norm()).item()
+                if torch.isnan(prob.o).any():
+                    err = float("nan")
+                ms = triton.testing.do_bench(lambda: prob.launch(kernel, constexprs), warmup=25, rep=200,
+                                             return_mode="median")
+                tf = prob.flops / ms * 1e-9
+            except Exception as e:  # a variant that does not compile or run is a row, not a crash
+                err, tf = float("nan"), 0.0
+                print(f"# {name}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+            ok = math.isfinite(err) and err < 0.05
+            print(f"{name:>10} {p['seqlen_q']:>6} {p['causal']:>6} {err:>9.2e} {tf if ok else 0.0:>8.1f}"
+                  f"{'' if ok else '  WRONG'}", flush=True)
+            rows.append(dict(variant=name, seqlen=p["seqlen_q"], causal=p["causal"], rel_err=err,
+                             tflops=tf if ok else 0.0))
+        del prob
+        torch.cuda.empty_cache()
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
