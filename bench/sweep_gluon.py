@@ -2,7 +2,7 @@
 source and constexpr settings side by side on the D=128 points of the standard suite, each checked against
 a float64 reference before its time counts. Used to decide what goes into kernels/fmha_fwd/fmha_fwd_gluon.py.
 
-    python3 bench/sweep_gluon.py --variant new=kernels/fmha_fwd/fmha_fwd_gluon.py:PINGPONG=1 \
+    python3 bench/sweep_gluon.py --variant new=kernels/fmha_fwd/fmha_fwd_gluon.py:KEY_PERMUTED=1 \
         --variant old=/tmp/old_gluon.py [--csv out.csv] [--seqlens 512,8192]
 
 A variant is name=path[:CONST=int,...]; the path is a module defining fmha_fwd_gluon_kernel with the argument
@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, BLOCK_N, WG_M = 128, 128, 64
+SWITCH_DEFAULTS = {"NUM_STAGES": 2, "KEY_PERMUTED": 0}
 
 
 def load_variant(spec):
@@ -34,8 +35,11 @@ def load_variant(spec):
     module_spec = importlib.util.spec_from_file_location(f"gluon_variant_{name}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-    constexprs = dict({"NUM_STAGES": 2}, **{k: int(v) for k, v in (kv.split("=") for kv in consts.split(",") if kv)})
-    return name, module.fmha_fwd_gluon_kernel, constexprs
+    kernel = module.fmha_fwd_gluon_kernel
+    # Defaults for the switches this version of the kernel has; name=value overrides.
+    defaults = {k: v for k, v in SWITCH_DEFAULTS.items() if k in kernel.arg_names}
+    constexprs = dict(defaults, **{k: int(v) for k, v in (kv.split("=") for kv in consts.split(",") if kv)})
+    return name, kernel, constexprs
 
 
 def suite_points(path, seqlens):
@@ -87,7 +91,8 @@ class Problem:
             TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16)),
         )
         self.vt_perm_desc = TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, BLOCK_N], layout(8))
-        self.grid = (triton.cdiv(s, BLOCK_M) * b * hq,)
+        self.programs = triton.cdiv(s, BLOCK_M) * b * hq
+        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
 
     def launch(self, kernel, constexprs):
@@ -95,9 +100,13 @@ class Problem:
         descs = list(self.descs)
         if constexprs.get("KEY_PERMUTED"):
             descs[2] = self.vt_perm_desc
-        kernel[self.grid](*descs, self.lse, self.qd, self.kd, self.vd, 0, 0, 0, 0, 0, 0,
+        # Persistent versions take the batch and launch at most one program per SM.
+        persistent = "batch" in kernel.arg_names
+        grid = (min(self.programs, self.sms),) if persistent else (self.programs,)
+        extra = {"batch": p["batch"]} if persistent else {}
+        kernel[grid](*descs, self.lse, self.qd, self.kd, self.vd, 0, 0, 0, 0, 0, 0,
                           1 / math.sqrt(p["head_dim"]), p["seqlen_q"], p["seqlen_k"], p["heads_q"],
-                          p["heads_q"] // p["heads_kv"], 1, HEAD_DIM=p["head_dim"], BLOCK_M=BLOCK_M,
+                          p["heads_q"] // p["heads_kv"], 1, **extra, HEAD_DIM=p["head_dim"], BLOCK_M=BLOCK_M,
                           BLOCK_N=BLOCK_N, CAUSAL=self.causal, **constexprs,
                           num_warps=4)
 

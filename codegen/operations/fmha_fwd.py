@@ -122,6 +122,9 @@ GLUON_PARAMS = [
     Param("q_desc", "tensordesc", rank=4), Param("k_desc", "tensordesc", rank=4),
     Param("vt_desc", "tensordesc", rank=4), Param("o_desc", "tensordesc", rank=4),
     *SCALAR_PARAMS,
+    # The kernel is persistent (a grid of at most one program per SM walks all query blocks), so it needs the
+    # batch to count them.
+    Param("batch", "i32"),
 ]
 
 # kernel key (the family, plus a variant where one family has several kernels) -> (kernel module, function,
@@ -169,12 +172,10 @@ def _gluon_compile_spec(c: FmhaConfig):
         "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim]),
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
     }
-    # Switches of the kernel that bench/sweep_gluon.py compares: PINGPONG (the two consumer warpgroups take
-    # turns on the tensor cores; measured 0-3% slower than letting them run free, so off) and KEY_PERMUTED
-    # (P handed to the P.V MMA without a register shuffle; needs a V^T whose keys are permuted, which the
-    # library's transpose does not write yet).
+    # KEY_PERMUTED: P handed to the P.V MMA without a register shuffle; needs a V^T whose keys are permuted
+    # (bench/sweep_gluon.py measures it), which the library's transpose does not write yet.
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "NUM_STAGES": c.stages, "PINGPONG": False, "KEY_PERMUTED": False}
+                  "NUM_STAGES": c.stages, "KEY_PERMUTED": False}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -19,8 +19,8 @@ so one's exponentials run under the other's MMAs. Two things in that order are d
   * P_j is made and consumed within one loop step: carried across the loop's back edge (as an earlier
     version issued P_{j-1} V_{j-1} with S_j), Triton keeps its e4m3 values as separate bytes and unpacks and
     repacks them, ~120 PRMT per tile and warp;
-  * with PINGPONG the warpgroups take turns issuing through named barriers; ptxas hoists a plain bar.sync
-    above the softmax, so the turn's barrier id is computed from the softmax's row sum (_turn_wait_after).
+  * the two consumer warpgroups are left to run free: making them take turns on the tensor cores or on the
+    exponential unit (named barriers) measured slower (docs/perf/NOTES.md).
 
 KEY_PERMUTED: the accumulator fragment of S holds, per thread, keys 2t, 2t+1, 8+2t, 9+2t, ... of each
 16-key group, while the A fragment of P.V wants keys 4t..4t+3. Relabelling the keys of P (a reshape and
@@ -52,7 +52,12 @@ span): encode each CUtensorMap with the box that tensordesc_meta records, not th
 
 Unlike Triton 3.6's tl.range(warp_specialize=True), the partitions here keep the row frame, so LSE is right.
 
-Not yet: persistent scheduling, the key-permuted V^T in the library's transpose.
+Persistent: at most one program per SM (the consumers' registers leave room for one CTA) walks the query
+blocks program_id, program_id + num_programs, ...; the producer loads the next block's Q as soon as both
+consumers have issued their last S of the current one, and the K/V ring runs on across blocks, so a block's
+loads overlap the previous block's last P.V and output store.
+
+Not yet: the key-permuted V^T in the library's transpose.
 """
 
 from triton.experimental import gluon
@@ -77,66 +82,78 @@ REF_FLOOR = gl.constexpr(numerics.REF_FLOOR)
 WG_M = gl.constexpr(64)
 
 
+# Causal schedules walk heads in sections whose K and V together stay within this many bytes (H200: 50 MB of
+# L2, shared with the Q and O streams).
+CAUSAL_SECTION_BYTES = gl.constexpr(16 * 1024 * 1024)
+
+
 @gluon.jit
-def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, k_empty, v_ready, v_empty,
-              b, h, h_kv, start_m, n_end, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
-    """TMA loads: the Q block once, then K and V^T tiles [0, n_end) through the ring."""
-    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [b, start_m, h, 0], q_bar, q_smem)
+def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, BLOCK_M: gl.constexpr,
+          BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr):
+    """Work item `tile` of the persistent schedule -> (b, h, h_kv, bh, start_m, n_full, n_end).
+
+    Full attention: query blocks fastest, so that the programs working at the same time share a head's K and V
+    in L2. Causal: heads in sections whose K and V fit CAUSAL_SECTION_BYTES, and within a section the query
+    blocks from the last (the longest rows) to the first, across the section's heads, so that long blocks
+    start first and short ones fill the tail. (Longest-first across all heads at once: -13% at S=8192, K and V
+    of 132 heads in flight; head by head: -30% at S=512, the tail unbalanced; docs/perf/NOTES.md.)
+    Keys [0, n_full) need no mask, [n_full, n_end) are masked (sequence end, causal diagonal)."""
+    if CAUSAL:
+        kv_bytes = 2 * gl.maximum(seqlen_k, 1).to(gl.int64) * HEAD_DIM
+        section = gl.maximum(CAUSAL_SECTION_BYTES // kv_bytes, 1).to(gl.int32)
+        section = gl.minimum(section, batch_heads)
+        first_bh = tile // (section * num_m_blocks) * section
+        heads_here = gl.minimum(section, batch_heads - first_bh)  # the last section may be short
+        r = tile - first_bh * num_m_blocks
+        pid_m = num_m_blocks - 1 - r // heads_here
+        bh = first_bh + r % heads_here
+    else:
+        pid_m = tile % num_m_blocks
+        bh = tile // num_m_blocks
+    b = bh // heads_q
+    h = bh % heads_q
+    start_m = pid_m * BLOCK_M
+    n_full = (seqlen_k // BLOCK_N) * BLOCK_N
+    n_end = seqlen_k
+    if CAUSAL:
+        # Keys every row of the block may see: j <= start_m + causal_offset.
+        causal_offset = seqlen_k - seqlen_q
+        n_full = gl.minimum(n_full, gl.maximum(start_m + causal_offset + 1, 0) // BLOCK_N * BLOCK_N)
+        n_end = gl.minimum(seqlen_k, gl.maximum(start_m + BLOCK_M + causal_offset, 0))
+    return b, h, h // group_size, bh, start_m, n_full, n_end
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+              v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, HEAD_DIM: gl.constexpr,
+              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
+    one), then its K and V^T tiles through the ring. `it` counts ring slots across tiles, so the next tile's
+    K and V stream in while the consumers finish the current one."""
+    num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
+    batch_heads = batch * heads_q
     it = 0
-    for start_n in range(0, n_end, BLOCK_N):
-        s = it % NUM_STAGES
-        phase = (it // NUM_STAGES) & 1
-        # A fresh mbarrier counts as having completed the phase before phase 0: the first pass waits on
-        # phase 1 and goes straight through.
-        mbarrier.wait(k_empty.index(s), phase ^ 1)
-        # Rows past seqlen_k are zero-filled by TMA and still count toward the transaction bytes.
-        mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [b, start_n, h_kv, 0], k_ready.index(s), k_bufs.index(s))
-        mbarrier.wait(v_empty.index(s), phase ^ 1)
-        mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(vt_desc, [b, h_kv, 0, start_n], v_ready.index(s), v_bufs.index(s))
-        it += 1
-
-
-# Named barriers of the ping-pong between the two consumer warpgroups (ids 8 and 9: Triton itself uses the low
-# ids). bar.sync waits until 256 threads (this warpgroup's 128 and the other's 128) have reached the barrier;
-# bar.arrive counts the other warpgroup's threads in without waiting. Gluon has no API for them in 3.6.
-@gluon.jit
-def _turn_wait(WG: gl.constexpr):
-    """Wait for this warpgroup's turn to issue MMAs (the other one has issued its own)."""
-    if WG == 0:
-        gl.inline_asm_elementwise("bar.sync 8, 256; mov.u32 $0, 0;", "=r", [], gl.int32, False, 1)
-    else:
-        gl.inline_asm_elementwise("bar.sync 9, 256; mov.u32 $0, 0;", "=r", [], gl.int32, False, 1)
-
-
-# ptxas schedules a bar.sync like any instruction without operands: it moved the turn wait above the whole
-# softmax that precedes it in the source (seen in SASS), which serializes the two warpgroups again. Computing
-# the barrier id from the softmax's last result (max(0 * l + id, id): the id even when l is inf or NaN) pins
-# the wait after it. Two row values per thread (pack=2): one barrier per thread.
-@gluon.jit
-def _turn_wait_after(l_i, WG: gl.constexpr):
-    """_turn_wait, ordered after the computation of l_i (a row vector, two rows per thread)."""
-    if WG == 0:
-        gl.inline_asm_elementwise(
-            "{ .reg .f32 t; .reg .u32 id; fma.rn.f32 t, $2, 0f00000000, 0f41000000; max.f32 t, t, 0f41000000; "
-            "cvt.rzi.u32.f32 id, t; bar.sync id, 256; mov.u32 $0, 0; mov.u32 $1, 0; }",
-            "=r,=r,r,r", [l_i], gl.int32, False, 2)
-    else:
-        gl.inline_asm_elementwise(
-            "{ .reg .f32 t; .reg .u32 id; fma.rn.f32 t, $2, 0f00000000, 0f41100000; max.f32 t, t, 0f41100000; "
-            "cvt.rzi.u32.f32 id, t; bar.sync id, 256; mov.u32 $0, 0; mov.u32 $1, 0; }",
-            "=r,=r,r,r", [l_i], gl.int32, False, 2)
-
-
-@gluon.jit
-def _turn_pass(WG: gl.constexpr):
-    """Hand the tensor cores to the other warpgroup."""
-    if WG == 0:
-        gl.inline_asm_elementwise("bar.arrive 9, 256; mov.u32 $0, 0;", "=r", [], gl.int32, False, 1)
-    else:
-        gl.inline_asm_elementwise("bar.arrive 8, 256; mov.u32 $0, 0;", "=r", [], gl.int32, False, 1)
+    count = 0
+    for tile in range(gl.program_id(0), num_m_blocks * batch_heads, gl.num_programs(0)):
+        b, h, h_kv, bh, start_m, n_full, n_end = _tile(tile, num_m_blocks, batch_heads, heads_q, group_size,
+                                                       seqlen_q, seqlen_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
+        # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
+        # goes straight through.
+        mbarrier.wait(q_empty, (count & 1) ^ 1)
+        mbarrier.expect(q_ready, q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [b, start_m, h, 0], q_ready, q_smem)
+        for start_n in range(0, n_end, BLOCK_N):
+            s = it % NUM_STAGES
+            phase = (it // NUM_STAGES) & 1
+            mbarrier.wait(k_empty.index(s), phase ^ 1)
+            # Rows past seqlen_k are zero-filled by TMA and still count toward the transaction bytes.
+            mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc, [b, start_n, h_kv, 0], k_ready.index(s), k_bufs.index(s))
+            mbarrier.wait(v_empty.index(s), phase ^ 1)
+            mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(vt_desc, [b, h_kv, 0, start_n], v_ready.index(s), v_bufs.index(s))
+            it += 1
+        count += 1
 
 
 @gluon.jit
@@ -203,118 +220,120 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_o
 
 
 @gluon.jit
-def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_bar, k_ready, k_empty, v_ready, v_empty,
-              qk_scale, vd, b, h, bh, start_m, seqlen_q, seqlen_k, causal_offset, n_full, n_end, write_lse,
-              WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-              CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-              KEY_PERMUTED: gl.constexpr):
-    """One warpgroup: query rows [WG * 64, WG * 64 + 64) of the block, every KV tile of the block.
+def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+              q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
+              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q, seqlen_k,
+              heads_q, group_size, write_lse, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+              BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr):
+    """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
-    Software-pipelined by one tile: step j issues S_j = Q K_j and then P_{j-1} V_{j-1}, both asynchronous,
-    waits for S_j only, runs tile j's softmax while P_{j-1} V_{j-1} is still on the tensor cores, then folds
-    that product into the accumulator. With PINGPONG the two warpgroups also take turns issuing (named
-    barriers), so one's softmax runs under the other's MMAs."""
+    Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
+    into the accumulator as soon as it is done, while S_{j+1} still runs. P_j is made and used within the
+    step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked)."""
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, HEAD_DIM, 32])
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 32])
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
-
-    row0 = start_m + WG * WG_M
-    offs_m = row0 + gl.arange(0, WG_M, layout=row_layout)
-    m_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)
-    f_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)  # frame of acc and l: 2^f_i scales them to true sums
-    l_i = gl.zeros([WG_M], gl.float32, row_layout)
-    acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
-
     # This warpgroup's rows of the Q block, straight from shared memory as the A operand.
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
-    mbarrier.wait(q_bar, 0)
-
-    # Tiles [0, n_full) need no mask; [n_full, n_end) are masked (sequence end, causal diagonal). `it` counts
-    # the tiles of the ring. A "turn" is one group of MMAs a warpgroup issues: S_0, then (P_j V_j, S_{j+1})
-    # for each tile, then the last P V. Ping-pong order: WG0's turn, WG1's turn, WG0's next turn, ... Each
-    # warpgroup passes the turn after each of its turns, except WG1 after its last (nobody waits for it), so
-    # the named barriers balance; both warpgroups walk the same tiles, hence take the same number of turns.
-    n_tiles = gl.cdiv(n_end, BLOCK_N)
-    if n_tiles > 0:
-        if PINGPONG:
-            if WG == 1:
-                _turn_wait(WG)
-        mbarrier.wait(k_ready.index(0), 0)
-        qk = warpgroup_mma(q_tile, _k_tile(k_bufs, 0, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, BLOCK_N], gl.float32,
-                           s_layout), use_acc=False, is_async=True)
-        if PINGPONG:
-            _turn_pass(WG)
-        # Step j: S_j is in flight; wait for it, run tile j's softmax, then issue P_j V_j and S_{j+1} together
-        # and fold P_j V_j in as soon as it is done, while S_{j+1} still runs. P_j is made and used within the
-        # step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked).
-        for it in range(0, n_tiles - 1):
-            s = it % NUM_STAGES
-            nxt = (it + 1) % NUM_STAGES
-            qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
-            mbarrier.arrive(k_empty.index(s), count=1)
-            p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, it * BLOCK_N, it * BLOCK_N >= n_full,
-                                                       offs_m, qk_scale, causal_offset, seqlen_k, CAUSAL, HEAD_DIM,
-                                                       BLOCK_N, KEY_PERMUTED)
-            if PINGPONG:
-                _turn_wait_after(l_i, WG)
-            mbarrier.wait(v_ready.index(s), (it // NUM_STAGES) & 1)
-            pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, HEAD_DIM], gl.float32,
-                               o_layout), use_acc=False, is_async=True)
-            mbarrier.wait(k_ready.index(nxt), ((it + 1) // NUM_STAGES) & 1)
-            qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, BLOCK_N],
-                               gl.float32, s_layout), use_acc=False, is_async=True)
-            if PINGPONG:
-                _turn_pass(WG)
-            pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
-            mbarrier.arrive(v_empty.index(s), count=1)
-            acc = acc * rescale[:, None] + pv
-        # The last tile: its softmax, then its P V alone.
-        last = (n_tiles - 1) % NUM_STAGES
-        qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
-        mbarrier.arrive(k_empty.index(last), count=1)
-        p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, (n_tiles - 1) * BLOCK_N,
-                                                   (n_tiles - 1) * BLOCK_N >= n_full, offs_m, qk_scale,
-                                                   causal_offset, seqlen_k, CAUSAL, HEAD_DIM, BLOCK_N, KEY_PERMUTED)
-        if PINGPONG:
-            _turn_wait_after(l_i, WG)
-        mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // NUM_STAGES) & 1)
-        pv = warpgroup_mma(p8, _v_tile(v_bufs, last, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, HEAD_DIM], gl.float32,
-                           o_layout), use_acc=False, is_async=True)
-        if PINGPONG:
-            if WG == 0:
-                _turn_pass(WG)
-        pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
-        mbarrier.arrive(v_empty.index(last), count=1)
-        acc = acc * rescale[:, None] + pv
-
-    # O = acc / l * v_descale (the frame cancels). l == 0: no key seen, O = 0, LSE = -inf. NaN fails every
-    # comparison, so a NaN row keeps NaN in both.
-    no_keys = l_i == 0.0
-    inv_l = gl.where(no_keys, 0.0, vd / gl.where(no_keys, 1.0, l_i))
-    out = acc * gl.convert_layout(inv_l, gl.SliceLayout(1, o_layout))[:, None]
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
-    o_tile.store(out.to(o_desc.dtype))
-    fence_async_shared()
-    # TMA drops the rows past seqlen_q.
-    tma.async_copy_shared_to_global(o_desc, [b, row0, h, 0], o_smem)
+    causal_offset = seqlen_k - seqlen_q
+    num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
+    batch_heads = batch * heads_q
 
-    # LSE: [batch, heads_q, seqlen_q] float32, natural log; write_lse is a runtime flag.
-    lse = gl.where(no_keys, float("-inf"), (f_i + gl.log2(gl.where(no_keys, 1.0, l_i))) * LN2)
-    lse_ptr = LSE + bh.to(gl.int64) * seqlen_q + offs_m
-    gl.store(lse_ptr, lse, mask=(offs_m < seqlen_q) & (write_lse != 0))
+    it = 0  # ring slots consumed, across tiles (the producer counts the same way)
+    count = 0  # tiles done
+    for tile in range(gl.program_id(0), num_m_blocks * batch_heads, gl.num_programs(0)):
+        b, h, h_kv, bh, start_m, n_full, n_end = _tile(tile, num_m_blocks, batch_heads, heads_q, group_size,
+                                                       seqlen_q, seqlen_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
+        b64 = b.to(gl.int64)
+        h_kv64 = h_kv.to(gl.int64)
+        qd = gl.load(q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h)
+        kd = gl.load(k_descale + b64 * k_descale_stride_b + h_kv64 * k_descale_stride_h)
+        vd = gl.load(v_descale + b64 * v_descale_stride_b + h_kv64 * v_descale_stride_h)
+        qk_scale = softmax_scale * qd * kd * LOG2E
+
+        row0 = start_m + WG * WG_M
+        offs_m = row0 + gl.arange(0, WG_M, layout=row_layout)
+        m_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)
+        f_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)  # frame of acc and l: 2^f_i scales them
+        l_i = gl.zeros([WG_M], gl.float32, row_layout)
+        acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
+
+        mbarrier.wait(q_ready, count & 1)
+        n_tiles = gl.cdiv(n_end, BLOCK_N)
+        if n_tiles > 0:
+            s0 = it % NUM_STAGES
+            mbarrier.wait(k_ready.index(s0), (it // NUM_STAGES) & 1)
+            qk = warpgroup_mma(q_tile, _k_tile(k_bufs, s0, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, BLOCK_N],
+                               gl.float32, s_layout), use_acc=False, is_async=True)
+            for j in range(0, n_tiles - 1):
+                s = (it + j) % NUM_STAGES
+                nxt = (it + j + 1) % NUM_STAGES
+                qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+                mbarrier.arrive(k_empty.index(s), count=1)
+                p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, j * BLOCK_N, j * BLOCK_N >= n_full,
+                                                           offs_m, qk_scale, causal_offset, seqlen_k, CAUSAL,
+                                                           HEAD_DIM, BLOCK_N, KEY_PERMUTED)
+                mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
+                pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, HEAD_DIM],
+                                   gl.float32, o_layout), use_acc=False, is_async=True)
+                mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
+                qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, BLOCK_N],
+                                   gl.float32, s_layout), use_acc=False, is_async=True)
+                pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
+                mbarrier.arrive(v_empty.index(s), count=1)
+                acc = acc * rescale[:, None] + pv
+            # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
+            last = it + n_tiles - 1
+            qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+            mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
+            mbarrier.arrive(q_empty, count=1)
+            p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, (n_tiles - 1) * BLOCK_N,
+                                                       (n_tiles - 1) * BLOCK_N >= n_full, offs_m, qk_scale,
+                                                       causal_offset, seqlen_k, CAUSAL, HEAD_DIM, BLOCK_N,
+                                                       KEY_PERMUTED)
+            mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
+            pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM),
+                               gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
+            pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
+            mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
+            acc = acc * rescale[:, None] + pv
+        else:
+            mbarrier.arrive(q_empty, count=1)
+        it += n_tiles
+        count += 1
+
+        # O = acc / l * v_descale (the frame cancels). l == 0: no key seen, O = 0, LSE = -inf. NaN fails every
+        # comparison, so a NaN row keeps NaN in both.
+        no_keys = l_i == 0.0
+        inv_l = gl.where(no_keys, 0.0, vd / gl.where(no_keys, 1.0, l_i))
+        out = acc * gl.convert_layout(inv_l, gl.SliceLayout(1, o_layout))[:, None]
+        # The previous tile's store must have read o_smem before it is overwritten.
+        tma.store_wait(pendings=0)
+        o_tile.store(out.to(o_desc.dtype))
+        fence_async_shared()
+        # TMA drops the rows past seqlen_q; the store completes under the next tile's work.
+        tma.async_copy_shared_to_global(o_desc, [b, row0, h, 0], o_smem)
+
+        # LSE: [batch, heads_q, seqlen_q] float32, natural log; write_lse is a runtime flag.
+        lse = gl.where(no_keys, float("-inf"), (f_i + gl.log2(gl.where(no_keys, 1.0, l_i))) * LN2)
+        lse_ptr = LSE + bh.to(gl.int64) * seqlen_q + offs_m
+        gl.store(lse_ptr, lse, mask=(offs_m < seqlen_q) & (write_lse != 0))
     tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_bar, k_ready, k_empty, v_ready, v_empty,
-               qk_scale, vd, b, h, bh, start_m, seqlen_q, seqlen_k, causal_offset, n_full, n_end, write_lse,
-               HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
-               NUM_STAGES: gl.constexpr, PINGPONG: gl.constexpr, KEY_PERMUTED: gl.constexpr):
-    _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_bar, k_ready, k_empty, v_ready, v_empty,
-              qk_scale, vd, b, h, bh, start_m, seqlen_q, seqlen_k, causal_offset, n_full, n_end, write_lse,
-              1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, PINGPONG, KEY_PERMUTED)
+def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
+               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q,
+               seqlen_k, heads_q, group_size, write_lse, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr):
+    _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+              q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
+              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q, seqlen_k,
+              heads_q, group_size, write_lse, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED)
 
 
 @gluon.jit
@@ -326,67 +345,47 @@ def fmha_fwd_gluon_kernel(
     v_descale_stride_b, v_descale_stride_h,
     softmax_scale,
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
+    batch,
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-    CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, PINGPONG: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+    CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
-
-    # One-dimensional grid of num_m_blocks * batch * heads_q programs, query blocks fastest (the programs of
-    # one (batch, head) share its K and V in L2); causal: the heaviest blocks first.
-    num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
-    pid = gl.program_id(0)
-    pid_m = pid % num_m_blocks
-    bh = pid // num_m_blocks
-    if CAUSAL:
-        pid_m = num_m_blocks - 1 - pid_m
-    b = bh // heads_q
-    h = bh % heads_q
-    h_kv = h // group_size
-    start_m = pid_m * BLOCK_M
-
-    b64 = b.to(gl.int64)
-    h_kv64 = h_kv.to(gl.int64)
-    qd = gl.load(q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h)
-    kd = gl.load(k_descale + b64 * k_descale_stride_b + h_kv64 * k_descale_stride_h)
-    vd = gl.load(v_descale + b64 * v_descale_stride_b + h_kv64 * v_descale_stride_h)
-    qk_scale = softmax_scale * qd * kd * LOG2E
-
-    causal_offset = seqlen_k - seqlen_q
-    n_full = (seqlen_k // BLOCK_N) * BLOCK_N
-    n_end = seqlen_k
-    if CAUSAL:
-        # Keys every row of the block may see: j <= start_m + causal_offset.
-        first_row_limit = start_m + causal_offset + 1
-        n_full = gl.minimum(n_full, gl.maximum(first_row_limit, 0) // BLOCK_N * BLOCK_N)
-        n_end = gl.minimum(seqlen_k, gl.maximum(start_m + BLOCK_M + causal_offset, 0))
-
+    # Persistent: each program walks tiles program_id, program_id + num_programs, ... of the
+    # cdiv(seqlen_q, BLOCK_M) * batch * heads_q query blocks (the runtime launches at most one program per SM:
+    # the consumers' registers leave room for one CTA).
     q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_bufs = gl.allocate_shared_memory(vt_desc.dtype, [NUM_STAGES] + vt_desc.block_type.shape, vt_desc.layout)
     o_smem0 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
     o_smem1 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
 
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
+    mbarrier.init(q_ready, count=1)
+    mbarrier.init(q_empty, count=2)  # released by both consumer warpgroups
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        # Released by both consumer warpgroups.
         mbarrier.init(k_empty.index(i), count=2)
         mbarrier.init(v_empty.index(i), count=2)
 
     gl.warp_specialize([
-        (_consumer, (o_desc, LSE, q_smem, o_smem0, k_bufs, v_bufs, q_bar, k_ready, k_empty, v_ready, v_empty,
-                     qk_scale, vd, b, h, bh, start_m, seqlen_q, seqlen_k, causal_offset, n_full, n_end, write_lse,
-                     0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, PINGPONG, KEY_PERMUTED)),
-        (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, q_bar, k_ready, k_empty, v_ready, v_empty,
-                      qk_scale, vd, b, h, bh, start_m, seqlen_q, seqlen_k, causal_offset, n_full, n_end, write_lse,
-                      HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, PINGPONG, KEY_PERMUTED)),
-        (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_bar, k_ready, k_empty, v_ready, v_empty,
-                     b, h, h_kv, start_m, n_end, BLOCK_N, NUM_STAGES)),
-    ], [4, 1], [248, 24])
+        (_consumer, (o_desc, LSE, q_smem, o_smem0, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                     v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
+                     k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale,
+                     batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
+                     0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED)),
+        (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
+                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale,
+                      batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
+                      HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED)),
+        (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                     v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+                     NUM_STAGES)),
+    ], [4, 1], [240, 24])

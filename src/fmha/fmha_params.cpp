@@ -34,6 +34,7 @@ Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstanc
   int64_t const sk = std::max<int64_t>(p.seqlen_k, 1);
   generated::FmhaFwdGluonParams kp;
   fill_common(kp);
+  kp.batch = p.batch;  // the persistent kernel counts its query blocks itself
   TensorDescMeta const* m = instance.tensor_descs;
   if (Status s = runtime::make_tensor_map_param(driver, m[0], args.q.ptr, {p.batch, p.seqlen_q, p.heads_q, d},
                                                 {args.q.stride_b, args.q.stride_s, args.q.stride_h, 1}, &kp.q_desc);
@@ -233,8 +234,15 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, void* wo
     kp.stride_os = args.o.stride_s;
     kp.pack(plan->attention_params);
   }
-  plan->attention_launch =
-      runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(attention_programs(p, instance)));
+  int64_t programs = attention_programs(p, instance);
+  if (instance.family == library::KernelFamily::kGluon) {
+    // Persistent: one program per SM at most (its registers leave room for one CTA), each walking query
+    // blocks program_id, program_id + grid, ...
+    int sms = 0;
+    if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
+    programs = std::min<int64_t>(programs, sms);
+  }
+  plan->attention_launch = runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(programs));
   return Status::success();
 }
 

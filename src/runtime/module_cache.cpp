@@ -72,6 +72,30 @@ Status get_function(CudaDriver const& d, KernelInstance const& instance, CUfunct
   return Status::success();
 }
 
+Status multiprocessor_count(CudaDriver const& d, int* count) {
+  thread_local unsigned long long last_context_id = 0;
+  thread_local int last_count = 0;
+  CUcontext context = nullptr;
+  if (Status s = current_context(d, &context); !s) return s;
+  unsigned long long context_id = 0;
+  if (CUresult r = d.cuCtxGetId(context, &context_id); r != CUDA_SUCCESS) return driver_error(d, r, "cuCtxGetId");
+  if (last_count > 0 && context_id == last_context_id) {
+    *count = last_count;
+    return Status::success();
+  }
+  CUdevice device;
+  if (CUresult r = d.cuCtxGetDevice(&device); r != CUDA_SUCCESS) return driver_error(d, r, "cuCtxGetDevice");
+  int n = 0;
+  if (CUresult r = d.cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device); r != CUDA_SUCCESS) {
+    return driver_error(d, r, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  }
+  if (n <= 0) return Status(StatusCode::kErrorInternal, "device reports no multiprocessors");
+  last_context_id = context_id;
+  last_count = n;
+  *count = n;
+  return Status::success();
+}
+
 Status constant_one(CudaDriver const& d, CUdeviceptr* one) {
   // A module global, not an allocation: it lives and dies with the module, i.e. with its context, so nothing
   // is leaked when a context goes away (cuMemAlloc'ed memory would be, to memcheck's eyes, at exit).

@@ -12,6 +12,10 @@ namespace fp8attn::detail {
 /// memory limit) on first use. Fails with a clear status on a device that is not sm_90.
 Status get_function(CudaDriver const& driver, KernelInstance const& instance, CUfunction* function);
 
+/// The number of SMs of the current context's device (persistent kernels launch at most one program per SM).
+/// Cached per thread for the last context asked about, so initialize() stays cheap.
+Status multiprocessor_count(CudaDriver const& driver, int* count);
+
 /// A float 1.0f in device memory of the current context (a module global, loaded once per context): the
 /// descale the kernels read when the caller passes none (BF16/FP16 inputs), so run() needs no memset.
 Status constant_one(CudaDriver const& driver, CUdeviceptr* one);
