@@ -34,8 +34,9 @@ def _fmha(qk, d, bm, bn, w, s, causal, ws=False, even_n=False, vnat=False):
     return FmhaConfig(qk, qk, "f32", out, bm, bn, d, w, s, causal, ws, even_n, v_natural=vnat)
 
 
-def _gluon(causal, stages):
-    return FmhaConfig("e4m3", "e4m3", "f32", "bf16", 128, 128, 128, 4, stages, causal, family="gluon")
+def _gluon(causal, stages, vkperm=True):
+    return FmhaConfig("e4m3", "e4m3", "f32", "bf16", 128, 128, 128, 4, stages, causal, family="gluon",
+                      v_key_permuted=vkperm)
 
 
 def _default_instances():
@@ -45,7 +46,10 @@ def _default_instances():
     # descriptors, a producer warp feeding a 2-stage K/V ring, two consumer warpgroups of 64 rows. Measured on
     # the H200 at D=128 S=8192 B=4 H=32 (V^T given): 811 / 761 TFLOP/s full / causal vs 763 (ws evenn) / 607
     # (w8 s3) for the Triton instances, same O and LSE bits. 3 stages: 771 / 729 (extra set).
-    rows = [_gluon(False, 2), _gluon(True, 2)]
+    # vkperm first (V^T written by the kperm transpose: P reaches the P.V MMA without a register shuffle, +2-6%
+    # in bench/sweep_gluon.py); the plain instances serve a caller's sequence-contiguous V, which vkperm
+    # cannot read.
+    rows = [_gluon(False, 2), _gluon(True, 2), _gluon(False, 2, vkperm=False), _gluon(True, 2, vkperm=False)]
     rows += [_fmha("e4m3", 128, 128, 128, 4, 2, False, ws=True, even_n=True)]
     for causal in (False, True):
         rows += [
@@ -64,11 +68,11 @@ def _default_instances():
     # come after every other attention instance.
     rows += [_fmha("e4m3", d, 128, 128, 8, 3 if d < 256 else 2, causal, vnat=True)
              for causal in (False, True) for d in HEAD_DIMS]
-    # The V transposes: the pointer kernel first (what the FP8 instances use), then the TMA variant (host
-    # descriptors; compiled and tested so that the launcher's CUtensorMap path stays proven, and profiled
-    # against the first).
+    # The V transposes: the pointer kernel (what the FP8 instances use; the TMA variant, 2x slower, is in the
+    # extra set now that the gluon instances keep the launcher's CUtensorMap path exercised), then the
+    # key-permuted V^T the vkperm gluon instances read (D=128, the gluon kernel's head dim).
     rows += [TransposeConfig("u8", 128, d, 4) for d in HEAD_DIMS]
-    rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
+    rows += [TransposeConfig("u8", 128, 128, 4, key_permuted=True)]
     return rows
 
 
@@ -85,6 +89,7 @@ def _extra_instances():
     rows.append(_fmha("e4m3", 64, 128, 128, 4, 2, False, ws=True, even_n=True))
     rows.append(_fmha("e4m3", 256, 128, 64, 4, 2, False, ws=True, even_n=True))
     rows += [_gluon(causal, 3) for causal in (False, True)]
+    rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     return rows
 
 

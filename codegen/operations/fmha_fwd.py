@@ -1,6 +1,6 @@
 """Operation fmha_fwd: attention forward. Configuration, procedural name, kernel parameters, C++ record.
 
-    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_<family>]
+    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_vkperm][_<family>]
 
     layout  "strided": any (batch, seq, head) strides with head_dim contiguous (BSHD and BHSD alike)
     mask    "causal" or "full"
@@ -8,6 +8,8 @@
     evenn   no masked tail: only valid when seqlen_k % BN == 0 and not causal
     vnat    FP8 only: reads V in its natural (head_dim-contiguous) layout and transposes each tile on chip,
             instead of reading the V^T that a separate transpose kernel writes (one launch per call, not two)
+    vkperm  FP8 gluon only: reads the key-permuted V^T that the kperm transpose writes, so that P goes to the
+            P.V MMA without a register shuffle; cannot read a caller's sequence-contiguous V directly
     family  omitted for "triton"; otherwise the family that compiles it (e.g. "gluon")
 """
 
@@ -42,6 +44,7 @@ class FmhaConfig:
     layout: str = "strided"
     family: str = "triton"
     v_natural: bool = False
+    v_key_permuted: bool = False
 
     operation = NAME
 
@@ -60,7 +63,7 @@ class FmhaConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_fmha_fwd_(?P<qk>[a-z0-9]+)_(?P<v>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<out>[a-z0-9]+)_"
     r"(?P<bm>\d+)x(?P<bn>\d+)x(?P<d>\d+)_w(?P<w>\d+)_s(?P<s>\d+)_(?P<layout>strided)_(?P<mask>causal|full)"
-    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?:_(?P<family>gluon))?")
+    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?:_(?P<family>gluon))?")
 
 
 def name_of(c: FmhaConfig) -> str:
@@ -73,6 +76,8 @@ def name_of(c: FmhaConfig) -> str:
         name += "_evenn"
     if c.v_natural:
         name += "_vnat"
+    if c.v_key_permuted:
+        name += "_vkperm"
     if c.family != "triton":
         name += f"_{c.family}"
     return name
@@ -88,7 +93,7 @@ def parse(name: str):
             raise ValueError(f"kernel name {name!r}: unknown type {m[field]!r}")
     return FmhaConfig(m["qk"], m["v"], m["acc"], m["out"], int(m["bm"]), int(m["bn"]), int(m["d"]),
                       int(m["w"]), int(m["s"]), m["mask"] == "causal", bool(m["ws"]), bool(m["evenn"]),
-                      m["layout"], m["family"] or "triton", bool(m["vnat"]))
+                      m["layout"], m["family"] or "triton", bool(m["vnat"]), bool(m["vkperm"]))
 
 
 # ---- Kernel parameters (the one list: signature, PTX check and C++ packing all come from it) --------------
@@ -160,7 +165,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                  and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural)
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 -> bf16, 128x128x128, w4 (two consumer warpgroups "
-                         "of 64 rows + a producer warp), 2 or 3 stages, V^T, no ws/evenn/vnat flags")
+                         "of 64 rows + a producer warp), 2 or 3 stages, V^T (optionally vkperm), no ws/evenn/vnat")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     types = {
         # Q, O: [batch, seqlen_q, heads_q, head_dim]; K: [batch, seqlen_k, heads_kv, head_dim];
@@ -172,10 +177,8 @@ def _gluon_compile_spec(c: FmhaConfig):
         "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim]),
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
     }
-    # KEY_PERMUTED: P handed to the P.V MMA without a register shuffle; needs a V^T whose keys are permuted
-    # (bench/sweep_gluon.py measures it), which the library's transpose does not write yet.
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "NUM_STAGES": c.stages, "KEY_PERMUTED": False}
+                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -183,6 +186,8 @@ def compile_spec(c: FmhaConfig):
     """(params, pointer types, constexprs, num_warps, num_stages) of this instance."""
     if c.family == "gluon":
         return _gluon_compile_spec(c)
+    if c.v_key_permuted:
+        raise ValueError(f"{name_of(c)}: vkperm is a gluon-kernel variant")
     _, _, params, _ = kernel_of(c)
     io = TRITON_TYPES[c.qk_type]
     types = {"Q": f"*{io}", "K": f"*{io}", "V": f"*{TRITON_TYPES[c.v_type]}", "O": f"*{TRITON_TYPES[c.out_type]}",
@@ -199,12 +204,13 @@ def check_sass(c: FmhaConfig, mma_counts):
 
 
 def requires(c: FmhaConfig):
-    """Helper instances this one cannot run without: FP8 reads V transposed (transpose_v of its head dim)."""
+    """Helper instances this one cannot run without: FP8 reads V transposed (transpose_v of its head dim, the
+    key-permuted variant for vkperm)."""
     if not c.reads_v_transposed:
         return []
     from operations.transpose_v import TransposeConfig
 
-    return [TransposeConfig("u8", 128, c.head_dim, 4)]
+    return [TransposeConfig("u8", 128, c.head_dim, 4, key_permuted=c.v_key_permuted)]
 
 
 # ---- C++ record (src/fmha/fmha_kernel_config.h) ------------------------------------------------------------
@@ -219,4 +225,5 @@ def cpp_config(c: FmhaConfig):
     return ("fmha::detail::FmhaKernelConfig",
             f"{{DataType::{t[c.qk_type]}, DataType::{t[c.v_type]}, DataType::{t[c.acc_type]}, "
             f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
-            f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}}}")
+            f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}, "
+            f"{b(c.v_key_permuted)}}}")

@@ -1,8 +1,10 @@
 """Operation transpose_v: V [b, s, h, d] -> V^T [b, h, d, s_pad], the FP8 P.V operand (sequence-contiguous).
 
-    fp8attn_sm90_transpose_v_<type>_<BS>x<D>_w<warps>[_tma][_<family>]
+    fp8attn_sm90_transpose_v_<type>_<BS>x<D>_w<warps>[_tma][_kperm][_<family>]
 
     tma     loads and stores through host TMA descriptors (kernels/transpose_v/transpose_v_tma_triton.py)
+    kperm   keys permuted within 32-key blocks, the order the Gluon attention kernel's P fragment uses
+            (kernels/transpose_v/transpose_v_triton.py, KEY_PERMUTED)
 
 The bytes are moved as they are, so one u8 instance serves every one-byte element type.
 """
@@ -25,18 +27,21 @@ class TransposeConfig:
     warps: int
     tma: bool = False
     family: str = "triton"
+    key_permuted: bool = False
 
     operation = NAME
 
 
 _RE = re.compile(rf"fp8attn_{ARCH}_transpose_v_(?P<t>u8)_(?P<bs>\d+)x(?P<d>\d+)_w(?P<w>\d+)(?P<tma>_tma)?"
-                 r"(?:_(?P<family>gluon))?")
+                 r"(?P<kperm>_kperm)?(?:_(?P<family>gluon))?")
 
 
 def name_of(c: TransposeConfig) -> str:
     name = f"fp8attn_{ARCH}_transpose_v_{c.dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
     if c.tma:
         name += "_tma"
+    if c.key_permuted:
+        name += "_kperm"
     return name if c.family == "triton" else f"{name}_{c.family}"
 
 
@@ -44,7 +49,8 @@ def parse(name: str):
     m = _RE.fullmatch(name)
     if not m:
         return None
-    return TransposeConfig(m["t"], int(m["bs"]), int(m["d"]), int(m["w"]), bool(m["tma"]), m["family"] or "triton")
+    return TransposeConfig(m["t"], int(m["bs"]), int(m["d"]), int(m["w"]), bool(m["tma"]), m["family"] or "triton",
+                           bool(m["kperm"]))
 
 
 TRITON_PARAMS = [
@@ -78,9 +84,13 @@ def compile_spec(c: TransposeConfig):
     if c.tma:
         types = {"v_desc": f"tensordesc<u8[1, {c.block_s}, 1, {c.head_dim}]>",
                  "vt_desc": f"tensordesc<u8[{c.head_dim}, {c.block_s}]>"}
+        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}
     else:
         types = {"V": "*u8", "VT": "*u8"}
-    return params, types, {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}, c.warps, 1
+        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "KEY_PERMUTED": c.key_permuted}
+    if c.key_permuted and (c.tma or c.block_s % 32):
+        raise ValueError(f"{name_of(c)}: kperm is a pointer-kernel variant with whole 32-key blocks")
+    return params, types, constexprs, c.warps, 1
 
 
 def check_sass(c, mma_counts):
@@ -96,4 +106,5 @@ CPP_HEADER = "fmha/transpose_v_kernel_config.h"
 
 def cpp_config(c: TransposeConfig):
     return ("fmha::detail::TransposeVKernelConfig",
-            f"{{{c.block_s}, {c.head_dim}, {c.warps}, {'true' if c.tma else 'false'}}}")
+            f"{{{c.block_s}, {c.head_dim}, {c.warps}, {'true' if c.tma else 'false'}, "
+            f"{'true' if c.key_permuted else 'false'}}}")

@@ -41,11 +41,13 @@ Triton kernel's 128-row block, with the same masked / unmasked split):
 Host TMA descriptors (encoded by the runtime; Triton order, innermost last):
     q_desc   Q   [batch, seqlen_q, heads_q, HEAD_DIM]    block [1, BLOCK_M, 1, HEAD_DIM]   e4m3
     k_desc   K   [batch, seqlen_k, heads_kv, HEAD_DIM]   block [1, BLOCK_N, 1, HEAD_DIM]   e4m3
-    vt_desc  V^T [batch, heads_kv, HEAD_DIM, seqlen_k]   block [1, 1, HEAD_DIM, BLOCK_N]   e4m3 (sequence contiguous)
+    vt_desc  V^T [batch, heads_kv, HEAD_DIM, extent]     block [1, 1, HEAD_DIM, BLOCK_N]   e4m3 (sequence contiguous)
     o_desc   O   [batch, seqlen_q, heads_q, HEAD_DIM]    block [1, BLOCK_M // 2, 1, HEAD_DIM]  bf16
 Four dimensions so that TMA clips at each sequence's end (zero fill on loads, dropped stores) instead of
-running into the next head or batch. V^T's sequence extent must be seqlen_k (not the padded row length): the
-zero fill past seqlen_k is what keeps a caller's NaN padding out of the P.V product. Each descriptor's shared
+running into the next head or batch. V^T's sequence extent: seqlen_k for a caller's sequence-contiguous V
+(the zero fill past seqlen_k is what keeps a caller's NaN padding out of the P.V product), the padded row
+length for the V^T fp8attn's transpose wrote (zeros in its padding; with KEY_PERMUTED, positions past
+seqlen_k hold keys before it). Each descriptor's shared
 layout is a rank-4 NVMMASharedLayout (128-byte swizzle); the kernel reshapes the 4-D shared block to 2-D for
 wgmma. Triton splits O's box into two [1, 64, 1, 64] stores (128 bf16 columns exceed the 128-byte swizzle
 span): encode each CUtensorMap with the box that tensordesc_meta records, not the block above.
@@ -57,7 +59,8 @@ blocks program_id, program_id + num_programs, ...; the producer loads the next b
 consumers have issued their last S of the current one, and the K/V ring runs on across blocks, so a block's
 loads overlap the previous block's last P.V and output store.
 
-Not yet: the key-permuted V^T in the library's transpose.
+The library compiles both: KEY_PERMUTED ("vkperm") for the V^T its kperm transpose writes, and the plain
+order for a caller's sequence-contiguous V.
 """
 
 from triton.experimental import gluon

@@ -3,12 +3,19 @@
 Hopper's FP8 wgmma reads both operands K-major. For O = P V the reduction runs over the sequence, so V
 must be sequence-contiguous: V^T of shape [batch, heads_kv, HEAD_DIM, seqlen_pad]. This kernel copies
 the caller's V (any strides) into that layout in the workspace. seqlen_pad rounds seqlen up (the runtime's
-kVtSeqAlign, include/fp8attn/fmha/device/transpose_v.h) so every row starts 16-byte aligned; the padding is
+kVtSeqAlign = 32, include/fp8attn/fmha/device/transpose_v.h) so every row starts 16-byte aligned and holds
+whole 32-key blocks; the padding is
 written with zeros so that no stale or NaN byte can ever reach an MMA.
 
 Elements are moved as raw bytes (uint8), so the kernel serves every one-byte input type. head_dim must be
 contiguous in V and the other strides multiples of 16 elements (what the attention kernels need too), so
 that the loads are 16 bytes wide.
+
+KEY_PERMUTED: the keys of each 32-key block are stored in the order in which the Gluon attention kernel's
+accumulator fragment holds them (kernels/fmha_fwd/fmha_fwd_gluon.py, KEY_PERMUTED): position
+16h + 4t + 2j + e holds key 16h + 8j + 2t + e. The program gathers those rows of V (each row still a
+contiguous head_dim load) and stores positions contiguously as before; seqlen_pad is a multiple of 32, and
+positions whose key is past seqlen hold zeros.
 """
 
 import triton
@@ -20,7 +27,7 @@ def transpose_v_kernel(
     V, VT,
     seqlen, seqlen_pad, heads_kv,
     stride_vb, stride_vh, stride_vs,
-    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, KEY_PERMUTED: tl.constexpr,
 ):
     # One [BLOCK_S, HEAD_DIM] tile per program: 3.7 TB/s on the H200 at 64 or 128 rows. Looping over several
     # tiles per program with software pipelining measured 1.8 TB/s (docs/perf/NOTES.md).
@@ -33,10 +40,15 @@ def transpose_v_kernel(
     h = bh % heads_kv
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
+    keys = offs_s
+    if KEY_PERMUTED:
+        tl.static_assert(BLOCK_S % 32 == 0, "whole 32-key blocks per program")
+        r = offs_s % 32
+        keys = offs_s - r + (r // 16) * 16 + ((r // 2) % 2) * 8 + ((r // 4) % 4) * 2 + r % 2
     # 64-bit offsets: strides are int64 parameters and seqlen * stride_vs passes 2^31 on long contexts.
     src = V + b.to(tl.int64) * stride_vb + h.to(tl.int64) * stride_vh
-    rows = offs_s.to(tl.int64)[:, None] * stride_vs
-    tile = tl.load(src + rows + offs_d[None, :], mask=offs_s[:, None] < seqlen, other=0)
+    rows = keys.to(tl.int64)[:, None] * stride_vs
+    tile = tl.load(src + rows + offs_d[None, :], mask=keys[:, None] < seqlen, other=0)
     # VT[b, h, d, s] = V[b, s, h, d]; rows of seqlen_pad elements.
     dst = VT + bh.to(tl.int64) * HEAD_DIM * seqlen_pad
     tl.store(dst + offs_d.to(tl.int64)[:, None] * seqlen_pad + offs_s[None, :], tl.trans(tile),

@@ -302,6 +302,7 @@ nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   r["even_n"] = d.even_n;
   r["writes_lse"] = d.writes_lse;
   r["v_transposed"] = d.v_transposed;
+  r["v_key_permuted"] = d.v_key_permuted;
   r["launch_warps"] = d.launch_warps;
   r["shared_bytes"] = d.shared_bytes;
   return r;

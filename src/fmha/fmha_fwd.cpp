@@ -57,9 +57,12 @@ Status check_and_select(device::FmhaFwd::Arguments const& args, KernelInstance c
                       std::to_string(p.seqlen_k) + ", seqlen_q=" + std::to_string(p.seqlen_q) + ": the workspace would be " +
                       std::to_string(w.requested) + " bytes, more than any GPU holds (2^48)");
   }
-  if (detail::needs_v_transpose(args, **instance) && !detail::find_transpose_instance(p.head_dim)) {
-    return Status(StatusCode::kErrorNotSupported, "v is head_dim-contiguous and needs the V transpose for head_dim=" +
-                                                      std::to_string(p.head_dim) + ", which is not compiled in this build");
+  bool const key_permuted = detail::fmha_config(**instance).v_key_permuted;
+  if (detail::needs_v_transpose(args, **instance) && !detail::find_transpose_instance(p.head_dim, key_permuted)) {
+    return Status(StatusCode::kErrorNotSupported, std::string("v is head_dim-contiguous and needs the ") +
+                                                      (key_permuted ? "key-permuted " : "") +
+                                                      "V transpose for head_dim=" + std::to_string(p.head_dim) +
+                                                      ", which is not compiled in this build");
   }
   return Status::success();
 }

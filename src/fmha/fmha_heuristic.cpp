@@ -60,6 +60,13 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
     // Its K and V arrive as TMA descriptors, which cannot describe an empty (possibly null) tensor.
     return fail([] { return std::string("seqlen_k=0: the gluon instance takes K and V through TMA descriptors"); });
   }
+  if (k.v_key_permuted && args.v.stride_d != 1) {
+    return fail([&] {
+      return "v.stride_d=" + std::to_string(args.v.stride_d) +
+             " (V given sequence-contiguous) but the instance reads the key-permuted V^T that only fp8attn's own "
+             "transpose writes (vkperm)";
+    });
+  }
   if (k.fp8() && !k.v_transposed && args.v.stride_d != 1) {
     return fail([&] {
       return "v.stride_d=" + std::to_string(args.v.stride_d) +
@@ -76,11 +83,12 @@ bool prefers_single_launch(Arguments const& args) {
   return is_fp8(args.problem.input_type) && args.v.stride_d == 1 && args.problem.flops() <= kTinyFlops;
 }
 
-KernelInstance const* find_transpose_instance(int head_dim, std::string const& name) {
+KernelInstance const* find_transpose_instance(int head_dim, bool key_permuted, std::string const& name) {
   for (size_t i = 0; i < kNumKernelInstances; ++i) {
     KernelInstance const& k = *kKernelInstances[i];
     if (k.kind != OperationKind::kTransposeV) continue;
-    if (name.empty() ? transpose_config(k).head_dim == head_dim : name == k.name) return &k;
+    TransposeVKernelConfig const& c = transpose_config(k);
+    if (name.empty() ? c.head_dim == head_dim && c.key_permuted == key_permuted : name == k.name) return &k;
   }
   return nullptr;
 }

@@ -40,8 +40,8 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
 bool prefers_single_launch(Arguments const& args);
 /// The instance forced by args.kernel_name, or the heuristic's pick for args.problem.
 Status select_instance(Arguments const& args, KernelInstance const** instance);
-/// The V-transpose instance for this head dim (or the one named), or nullptr.
-KernelInstance const* find_transpose_instance(int head_dim, std::string const& name = {});
+/// The V-transpose instance for this head dim and key order (or the one named), or nullptr.
+KernelInstance const* find_transpose_instance(int head_dim, bool key_permuted, std::string const& name = {});
 
 // ---- plan (fmha_params.cpp) ----
 

@@ -19,6 +19,7 @@ struct FmhaKernelConfig {
   bool warp_specialized;
   bool even_n;            ///< no masked tail: needs seqlen_k % block_n == 0, never causal
   bool v_transposed;      ///< reads V sequence-contiguous (FP8 but not "vnat"); else V head_dim-contiguous
+  bool v_key_permuted;    ///< "vkperm": reads the key-permuted V^T of the kperm transpose, never a caller's V
 
   bool fp8() const { return is_fp8(qk_type); }
 };

@@ -23,9 +23,13 @@ char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) 
 /// The Gluon kernel's parameters: host TMA descriptors (4-D, Triton's outermost-first order, so that TMA clips at
 /// each sequence's end) encoded as the compiled kernel expects them (instance.tensor_descs), then the scalars.
 /// V is read as V^T [batch, heads_kv, head_dim, seqlen_k] with strides (vb, vh, vs, 1).
+/// vt_extent: V^T's sequence extent for TMA: seqlen_k for a caller's sequence-contiguous V (TMA's zero fill
+/// past it keeps the caller's padding, possibly NaN, out of P.V), the padded length for the V^T fp8attn wrote
+/// (its padding is zeros, and a key-permuted V^T holds keys < seqlen_k at positions past it).
 template <typename FillCommon>
 Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstance const& instance, void const* v_ptr,
-                  int64_t vb, int64_t vh, int64_t vs, FillCommon const& fill_common, runtime::ParamPack* pack) {
+                  int64_t vb, int64_t vh, int64_t vs, int64_t vt_extent, FillCommon const& fill_common,
+                  runtime::ParamPack* pack) {
   FmhaProblem const& p = args.problem;
   if (instance.num_tensor_descs != 4) return Status(StatusCode::kErrorInternal, "gluon fmha: expected 4 descriptors");
   int64_t const d = p.head_dim;
@@ -46,7 +50,7 @@ Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstanc
       !s) {
     return s;
   }
-  if (Status s = runtime::make_tensor_map_param(driver, m[2], v_ptr, {p.batch, p.heads_kv, d, sk},
+  if (Status s = runtime::make_tensor_map_param(driver, m[2], v_ptr, {p.batch, p.heads_kv, d, std::max(vt_extent, sk)},
                                                 {vb, vh, vs, 1}, &kp.vt_desc);
       !s) {
     return s;
@@ -162,7 +166,7 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, void* wo
   void const* v_ptr = args.v.ptr;
   int64_t vb = args.v.stride_b, vh = args.v.stride_h, vs = args.v.stride_s;
   if (w.transpose_v) {
-    KernelInstance const* t = find_transpose_instance(p.head_dim);
+    KernelInstance const* t = find_transpose_instance(p.head_dim, fmha_config(instance).v_key_permuted);
     void* vt = at(workspace, w.vt_offset);
     if (Status s = plan_transpose(*t, args.v, vt, p.batch, p.heads_kv, p.seqlen_k, w.seqlen_pad,
                                   &plan->transpose_function, &plan->transpose_launch, &plan->transpose_params);
@@ -210,7 +214,10 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, void* wo
   };
   plan->attention_params.clear();
   if (instance.family == library::KernelFamily::kGluon) {
-    if (Status s = pack_gluon(*driver, args, instance, v_ptr, vb, vh, vs, fill_common, &plan->attention_params); !s) {
+    int64_t const vt_extent = w.transpose_v ? w.seqlen_pad : p.seqlen_k;
+    if (Status s = pack_gluon(*driver, args, instance, v_ptr, vb, vh, vs, vt_extent, fill_common,
+                              &plan->attention_params);
+        !s) {
       return s;
     }
   } else {

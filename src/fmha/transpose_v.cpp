@@ -25,20 +25,26 @@ namespace {
 std::string num(int64_t v) { return std::to_string(v); }
 
 Status select(TransposeVArguments const& a, detail::KernelInstance const** instance) {
-  *instance = detail::find_transpose_instance(a.head_dim, a.kernel_name);
+  *instance = detail::find_transpose_instance(a.head_dim, a.key_permuted, a.kernel_name);
   if (*instance) {
-    if (detail::transpose_config(**instance).head_dim != a.head_dim) {
+    detail::TransposeVKernelConfig const& c = detail::transpose_config(**instance);
+    if (c.head_dim != a.head_dim) {
       return Status(StatusCode::kErrorNotSupported, "kernel_name=" + a.kernel_name + " transposes head_dim=" +
-                                                        num(detail::transpose_config(**instance).head_dim) +
-                                                        ", not head_dim=" + num(a.head_dim));
+                                                        num(c.head_dim) + ", not head_dim=" + num(a.head_dim));
+    }
+    if (c.key_permuted != a.key_permuted) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "kernel_name=" + a.kernel_name + (c.key_permuted ? " permutes" : " does not permute") +
+                        " keys, but key_permuted=" + (a.key_permuted ? "true" : "false"));
     }
     return Status::success();
   }
   if (!a.kernel_name.empty()) {
     return Status(StatusCode::kErrorKernelNotFound, "kernel_name=" + a.kernel_name + " is not a compiled V transpose");
   }
-  return Status(StatusCode::kErrorNotSupported,
-                "head_dim=" + num(a.head_dim) + " has no compiled V transpose in this build");
+  return Status(StatusCode::kErrorNotSupported, "head_dim=" + num(a.head_dim) +
+                                                    (a.key_permuted ? " has no compiled key-permuted" : " has no compiled") +
+                                                    " V transpose in this build");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@ struct TransposeVKernelConfig {
   int head_dim;
   int warps;
   bool tma;      ///< host TMA descriptors (TransposeVTmaTritonParams) instead of pointers
+  bool key_permuted;  ///< "kperm": keys permuted within 32-key blocks (TransposeVArguments::key_permuted)
 };
 
 }  // namespace fp8attn::fmha::detail

@@ -28,7 +28,7 @@ using i128 = __int128;  // products of an int64 stride and an int extent never o
 constexpr i128 kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr i128 kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr size_t kWorkspaceLimit = size_t(1) << 50;  // 1 PiB: no device has it; more means an overflow
-constexpr int64_t kVtSeqAlign = 16;                   // V^T rows are padded to 16 elements (docs/ARCHITECTURE.md)
+constexpr int64_t kVtSeqAlign = 32;                   // V^T rows are padded to 32 elements (docs/ARCHITECTURE.md)
 
 /// What the library answered for one argument set.
 struct Observation {

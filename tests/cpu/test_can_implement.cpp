@@ -73,6 +73,9 @@ Need const kFp8WarpSpecialized =
 Need const kFp8Gluon = instance(DataType::kE4M3, 128, false, "gluon", [](FmhaDescription const& op) {
   return op.family == fp8attn::library::KernelFamily::kGluon;
 });
+Need const kFp8GluonKeyPermuted = instance(DataType::kE4M3, 128, false, "gluon vkperm", [](FmhaDescription const& op) {
+  return op.family == fp8attn::library::KernelFamily::kGluon && op.v_key_permuted;
+});
 Need const kFp8WithTail = instance(DataType::kE4M3, 128, false, "non-evenn (masked tail)", [](FmhaDescription const& op) { return !op.even_n; });
 Need const kFp8WithLse = instance(DataType::kE4M3, 128, false, "LSE-writing", [](FmhaDescription const& op) { return op.writes_lse; });
 Need const kFp8Causal = instance(DataType::kE4M3, 128, true);
@@ -176,7 +179,10 @@ int main() {
     auto a = valid_fp8();
     expect_ok(a, "FP8 B=2 H=8 S=8192 D=128", {&kFp8Base});
     // Manifest order is preference: the Gluon instance where compiled, else the warp-specialized evenn one.
-    if (applicable("S=8192 non-causal takes the gluon instance", {&kFp8Gluon})) {
+    if (applicable("S=8192 non-causal takes the gluon vkperm instance", {&kFp8GluonKeyPermuted})) {
+      CHECK(contains(selected(a), "e4m3_e4m3_f32_bf16_") && contains(selected(a), "_vkperm_gluon"),
+            "S=8192 non-causal should take the gluon vkperm instance, got " + selected(a));
+    } else if (applicable("S=8192 non-causal takes the gluon instance", {&kFp8Gluon})) {
       CHECK(contains(selected(a), "e4m3_e4m3_f32_bf16_") && contains(selected(a), "_gluon"),
             "S=8192 non-causal should take the gluon instance, got " + selected(a));
     } else if (applicable("S=8192 non-causal takes the warp-specialized evenn instance", {&kFp8WarpSpecialized})) {
@@ -247,6 +253,14 @@ int main() {
     expect_ok(a, "sequence-contiguous V", {&kFp8Base});
     if (applicable("no V^T for sequence-contiguous V", {&kFp8Base})) {
       CHECK(Fmha::get_workspace_size(a) + size_t(2) * 2 * 128 * 1024 <= with_transpose, "no V^T for sequence-contiguous V");
+    }
+    // Only fp8attn's transpose writes the key-permuted V^T: a caller's sequence-contiguous V never goes to vkperm.
+    if (applicable("sequence-contiguous V avoids vkperm", {&kFp8GluonKeyPermuted})) {
+      CHECK(!contains(selected(a), "_vkperm"), "sequence-contiguous V selected " + selected(a));
+      auto forced = a;
+      forced.kernel_name = name_of(kFp8GluonKeyPermuted);
+      expect_error(forced, StatusCode::kErrorNotSupported, "v.stride_d=1024", "vkperm forced on a sequence-contiguous V",
+                   {&kFp8GluonKeyPermuted});
     }
   }
   {

@@ -151,12 +151,14 @@ class Manifest(unittest.TestCase):
                 for causal in (False, True):
                     self.assertTrue(any(c.qk_type == dtype and c.head_dim == d and c.causal == causal
                                         and not c.even_n for c in fmha), (dtype, d, causal))
-        for tma in (False, True):
-            self.assertEqual(sorted(c.head_dim for c in default if isinstance(c, TransposeConfig) and c.tma == tma),
-                             [64, 128, 256])
-        # The FP8 instances use the pointer transpose: it must precede the TMA variant (first match wins).
+        # The FP8 instances use the pointer transpose (plain key order) of every head dim, and the vkperm gluon
+        # instances the key-permuted one; the TMA variant is only in the extra set.
         transposes = [c for c in default if isinstance(c, TransposeConfig)]
-        self.assertFalse(any(c.tma for c in transposes[:3]), "pointer transposes first")
+        self.assertEqual(sorted(c.head_dim for c in transposes if not c.tma and not c.key_permuted), [64, 128, 256])
+        self.assertEqual(sorted(c.head_dim for c in transposes if c.key_permuted),
+                         sorted({c.head_dim for c in fmha if c.v_key_permuted}))
+        self.assertFalse(any(c.tma for c in transposes), "the TMA transposes are extras")
+        self.assertTrue(any(c.tma for c in manifest.ALL if isinstance(c, TransposeConfig)))
 
     def test_filter_selects_from_the_full_set_and_keeps_transposes(self):
         chosen = manifest.instances("e4m3*x256_")
@@ -174,11 +176,15 @@ class Manifest(unittest.TestCase):
         if not d:
             self.skipTest("needs FP8ATTN_BUILD_DIR")
         kernels = Path(os.environ.get("FP8ATTN_KERNEL_DIR") or Path(d) / "kernels")
+        checked = 0
         for c in manifest.instances():
-            if isinstance(c, TransposeConfig) and c.tma:
+            descs = 2 if isinstance(c, TransposeConfig) and c.tma else 4 if getattr(c, "family", "") == "gluon" else 0
+            if descs:
                 meta = json.loads((kernels / f"{name_of(c)}.json").read_text())
-                self.assertEqual(len(meta["tensordesc_meta"]), 2, name_of(c))
+                self.assertEqual(len(meta["tensordesc_meta"]), descs, name_of(c))
                 self.assertIn("kTensorDescs", (kernels / f"{name_of(c)}.cpp").read_text())
+                checked += 1
+        self.assertGreater(checked, 0, "the build has no host-descriptor kernel to check")
 
     def test_specialized_instances_come_first(self):
         # The C++ heuristic takes the first supporting instance, so the gluon and evenn instances must precede
@@ -189,6 +195,15 @@ class Manifest(unittest.TestCase):
         self.assertLess(evenn, general)
         gluon = names.index("fp8attn_sm90_fmha_fwd_e4m3_e4m3_f32_bf16_128x128x128_w4_s2_strided_full_gluon")
         self.assertLess(gluon, evenn)
+        vkperm = names.index("fp8attn_sm90_fmha_fwd_e4m3_e4m3_f32_bf16_128x128x128_w4_s2_strided_full_vkperm_gluon")
+        self.assertLess(vkperm, gluon, "vkperm is preferred; the plain gluon instance serves sequence-contiguous V")
+
+    def test_vkperm_names_round_trip_and_require_the_kperm_transpose(self):
+        from operations.fmha_fwd import parse, requires
+        c = manifest.find("fp8attn_sm90_fmha_fwd_e4m3_e4m3_f32_bf16_128x128x128_w4_s2_strided_causal_vkperm_gluon")
+        self.assertTrue(c.v_key_permuted)
+        self.assertEqual(parse(name_of(c)), c)
+        self.assertEqual([name_of(r) for r in requires(c)], ["fp8attn_sm90_transpose_v_u8_128x128_w4_kperm"])
 
 
 @unittest.skipUnless(os.environ.get("FP8ATTN_BUILD_DIR"), "set FP8ATTN_BUILD_DIR to check a build's kernels")

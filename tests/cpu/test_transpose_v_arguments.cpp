@@ -51,7 +51,7 @@ int main() {
     return fp8attn_test::finish("test_transpose_v_arguments");
   }
   CHECK(TransposeV::can_implement(valid(compiled)).ok(), TransposeV::can_implement(valid(compiled)).to_string());
-  CHECK(TransposeV::output_bytes(valid(compiled)) == size_t(2) * 4 * compiled * 1008, "V^T rows padded to 16");
+  CHECK(TransposeV::output_bytes(valid(compiled)) == size_t(2) * 4 * compiled * 1024, "V^T rows padded to 32");
   {
     auto a = valid(compiled);
     a.seqlen = 0;

@@ -17,9 +17,9 @@
 
 namespace fp8attn::fmha {
 
-/// Rows of V^T are padded to a multiple of this many elements (16-byte aligned FP8 rows); the padding is
-/// written with zeros.
-inline constexpr int64_t kVtSeqAlign = 16;
+/// Rows of V^T are padded to a multiple of this many elements (whole 32-key blocks, which the key-permuted
+/// order works in; 16-byte aligned FP8 rows); the padding is written with zeros.
+inline constexpr int64_t kVtSeqAlign = 32;
 
 /// seqlen rounded up to kVtSeqAlign: the row length (in elements) of V^T.
 inline constexpr int64_t padded_seqlen(int64_t seqlen) { return (seqlen + kVtSeqAlign - 1) / kVtSeqAlign * kVtSeqAlign; }
@@ -32,7 +32,11 @@ struct TransposeVArguments {
   DataType type = DataType::kE4M3;  ///< one-byte types only (the bytes are moved as they are)
   TensorRef v;                      ///< [batch, seqlen, heads, head_dim], head_dim contiguous
   void* vt = nullptr;               ///< [batch, heads, head_dim, padded_seqlen(seqlen)], packed, written
-  std::string kernel_name;          ///< empty: the instance compiled for head_dim
+  /// Store the keys of each 32-key block in the order the Gluon attention kernel's P fragment holds them:
+  /// position 16h + 4t + 2j + e holds key 16h + 8j + 2t + e (h, j, e in {0, 1}, t in 0..3). This is the V^T
+  /// the "vkperm" attention instances read; FmhaFwd runs this variant itself for them.
+  bool key_permuted = false;
+  std::string kernel_name;          ///< empty: the instance compiled for head_dim (and key_permuted)
 };
 
 namespace device {
