@@ -42,12 +42,12 @@ def load_variant(spec):
     return name, kernel, constexprs
 
 
-def suite_points(path, seqlens):
+def suite_points(path, seqlens, head_dims):
     with open(path) as f:
         lines = [l for l in f if l.strip() and not l.startswith("#")]
     rows = list(csv.DictReader(lines))
     points = [{k: int(v) for k, v in r.items()} for r in rows]
-    points = [p for p in points if p["head_dim"] == 128]
+    points = [p for p in points if p["head_dim"] in head_dims]
     if seqlens:
         points = [p for p in points if p["seqlen_q"] in seqlens]
     return points
@@ -67,8 +67,9 @@ def key_permutation(length, device):
     return base + 16 * h + 8 * j + 2 * t + e
 
 
-def layout(bits, rank=4):
-    return gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=bits, rank=rank)
+def layout(bits, row_bytes, rank=4):
+    """The shared layout of a box whose innermost row has row_bytes bytes (swizzle at most 128 bytes)."""
+    return gl.NVMMASharedLayout(swizzle_byte_width=min(128, row_bytes), element_bitwidth=bits, rank=rank)
 
 
 class Problem:
@@ -85,12 +86,12 @@ class Problem:
         self.o = torch.empty(b, s, hq, d, device="cuda", dtype=torch.bfloat16)
         self.lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
         self.descs = (
-            TensorDescriptor.from_tensor(self.q, [1, BLOCK_M, 1, d], layout(8)),
-            TensorDescriptor.from_tensor(self.k, [1, BLOCK_N, 1, d], layout(8)),
-            TensorDescriptor.from_tensor(self.vt, [1, 1, d, BLOCK_N], layout(8)),
-            TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16)),
+            TensorDescriptor.from_tensor(self.q, [1, BLOCK_M, 1, d], layout(8, d)),
+            TensorDescriptor.from_tensor(self.k, [1, BLOCK_N, 1, d], layout(8, d)),
+            TensorDescriptor.from_tensor(self.vt, [1, 1, d, BLOCK_N], layout(8, BLOCK_N)),
+            TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16, 2 * d)),
         )
-        self.vt_perm_desc = TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, BLOCK_N], layout(8))
+        self.vt_perm_desc = TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, BLOCK_N], layout(8, BLOCK_N))
         self.programs = triton.cdiv(s, BLOCK_M) * b * hq
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
@@ -128,13 +129,14 @@ def main():
     ap.add_argument("--variant", action="append", required=True)
     ap.add_argument("--suite", default=os.path.join(HERE, "suites", "standard.csv"))
     ap.add_argument("--seqlens", default="")
+    ap.add_argument("--head-dims", default="128", help="the gluon kernel compiles for 64 and 128")
     ap.add_argument("--csv", default="")
     args = ap.parse_args()
     variants = [load_variant(v) for v in args.variant]
     seqlens = {int(s) for s in args.seqlens.split(",") if s}
     rows = []
     print(f"{'variant':>10} {'S':>6} {'causal':>6} {'rel_err':>9} {'TFLOP/s':>8}", flush=True)
-    for p in suite_points(args.suite, seqlens):
+    for p in suite_points(args.suite, seqlens, {int(d) for d in args.head_dims.split(",")}):
         prob = Problem(p)
         head = p["heads_q"] // 2
         ref = prob.reference(head)
