@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, BLOCK_N, WG_M = 128, 128, 64
-SWITCH_DEFAULTS = {"NUM_STAGES": 2, "KEY_PERMUTED": 0}
+SWITCH_DEFAULTS = {"NUM_STAGES": 2, "KEY_PERMUTED": 0, "SUM_ON_TC": 0}
 
 
 def load_variant(spec):

@@ -183,7 +183,7 @@ def _gluon_compile_spec(c: FmhaConfig):
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
     }
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted}
+                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False}
     return params, types, constexprs, c.warps, c.stages
 
 

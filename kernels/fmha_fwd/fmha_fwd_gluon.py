@@ -59,6 +59,11 @@ blocks program_id, program_id + num_programs, ...; the producer loads the next b
 consumers have issued their last S of the current one, and the K/V ring runs on across blocks, so a block's
 loads overlap the previous block's last P.V and output store.
 
+SUM_ON_TC (a switch for bench/sweep_gluon.py, off in the library until measured): each tile's row sums of P come
+from the tensor cores (P times an [BLOCK_N, 8] operand whose first column is ones) instead of 64 FADDs per
+thread (inner loop 576 -> 522 SASS instructions per warp). They are then sums of the e4m3-rounded P, the
+weights P V actually applies, accumulated by the MMA.
+
 The library compiles both: KEY_PERMUTED ("vkperm") for the V^T its kperm transpose writes, and the plain
 order for a caller's sequence-contiguous V.
 """
@@ -173,8 +178,15 @@ def _v_tile(v_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
 
 
 @gluon.jit
+def _tile_row_sum(ls, row_layout: gl.constexpr):
+    """Row sums of P from the [64, 8] product P x [ones, zeros...]: column 0 holds them, the others are 0."""
+    return gl.convert_layout(gl.sum(ls, 1), row_layout)
+
+
+@gluon.jit
 def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_offset, seqlen_k,
-                  CAUSAL: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr):
+                  CAUSAL: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+                  SUM_ON_TC: gl.constexpr):
     """Online softmax of one KV tile's scores (see fmha_fwd_triton._attn_tile): returns P in e4m3, in the
     A-operand layout of the P.V wgmma, the new row sum, maximum and frame, and the factor that moves the
     accumulator from the old frame to the new one."""
@@ -200,7 +212,8 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_o
     frame = ref - P_EXPONENT_BIAS
     p = gl.exp2(qk * qk_scale - frame[:, None])
     rescale = gl.exp2(f_i - frame)
-    l_i = l_i * rescale + gl.sum(p, 1)
+    if not SUM_ON_TC:  # else the caller adds the tile's sum from the tensor cores
+        l_i = l_i * rescale + gl.sum(p, 1)
     p8 = p.to(gl.float8e4nv)
     if KEY_PERMUTED:
         # Within each 32-key block, wgmma's A fragment holds keys 4t..4t+3 and 16+4t..19+4t in thread t of a
@@ -223,11 +236,12 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_o
 
 
 @gluon.jit
-def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
-              BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr):
+              BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+              SUM_ON_TC: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
@@ -238,6 +252,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_r
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 32])
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
+    # SUM_ON_TC: the row sums of P come from the tensor cores, as P times an [BLOCK_N, 8] operand whose first
+    # column is ones (ones_smem): 4 small MMAs per tile instead of 64 FADDs per thread.
+    sum_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, 8, 32])
     # This warpgroup's rows of the Q block, straight from shared memory as the A operand.
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
@@ -278,14 +296,22 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_r
                 mbarrier.arrive(k_empty.index(s), count=1)
                 p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, j * BLOCK_N, j * BLOCK_N >= n_full,
                                                            offs_m, qk_scale, causal_offset, seqlen_k, CAUSAL,
-                                                           HEAD_DIM, BLOCK_N, KEY_PERMUTED)
+                                                           HEAD_DIM, BLOCK_N, KEY_PERMUTED,
+                                                           SUM_ON_TC)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
                 pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, HEAD_DIM],
                                    gl.float32, o_layout), use_acc=False, is_async=True)
+                if SUM_ON_TC:
+                    ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
+                                       use_acc=False, is_async=True)
                 mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
                 qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, BLOCK_N],
                                    gl.float32, s_layout), use_acc=False, is_async=True)
-                pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
+                if SUM_ON_TC:
+                    pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
+                    l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
+                else:
+                    pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
                 mbarrier.arrive(v_empty.index(s), count=1)
                 acc = acc * rescale[:, None] + pv
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
@@ -296,11 +322,17 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_r
             p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, (n_tiles - 1) * BLOCK_N,
                                                        (n_tiles - 1) * BLOCK_N >= n_full, offs_m, qk_scale,
                                                        causal_offset, seqlen_k, CAUSAL, HEAD_DIM, BLOCK_N,
-                                                       KEY_PERMUTED)
+                                                       KEY_PERMUTED, SUM_ON_TC)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
             pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM),
                                gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
-            pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
+            if SUM_ON_TC:
+                ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
+                                   use_acc=False, is_async=True)
+                pv, ls = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ls))
+                l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
+            else:
+                pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
             mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
             acc = acc * rescale[:, None] + pv
         else:
@@ -328,15 +360,17 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_r
 
 
 @gluon.jit
-def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
                q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
                k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q,
                seqlen_k, heads_q, group_size, write_lse, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
-               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr):
-    _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+              SUM_ON_TC: gl.constexpr):
+    _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q, seqlen_k,
-              heads_q, group_size, write_lse, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED)
+              heads_q, group_size, write_lse, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED,
+              SUM_ON_TC)
 
 
 @gluon.jit
@@ -350,7 +384,7 @@ def fmha_fwd_gluon_kernel(
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
     batch,
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-    CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+    CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -362,6 +396,17 @@ def fmha_fwd_gluon_kernel(
     v_bufs = gl.allocate_shared_memory(vt_desc.dtype, [NUM_STAGES] + vt_desc.block_type.shape, vt_desc.layout)
     o_smem0 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
     o_smem1 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
+
+    # [8, BLOCK_N] e4m3, K-major for the row-sum MMA (SUM_ON_TC): row 0 ones, rows 1-7 zeros.
+    ones_smem = gl.allocate_shared_memory(gl.float8e4nv, [8, BLOCK_N],
+                                          gl.NVMMASharedLayout(swizzle_byte_width=min(128, BLOCK_N),
+                                                               element_bitwidth=8, rank=2))
+    if SUM_ON_TC:
+        ones_layout: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [gl.num_warps(), 1], [1, 0])
+        row = gl.arange(0, 8, layout=gl.SliceLayout(1, ones_layout))
+        ones = gl.where(row[:, None] == 0, 1.0, 0.0) + gl.zeros([8, BLOCK_N], gl.float32, ones_layout)
+        ones_smem.store(ones.to(gl.float8e4nv))
+        fence_async_shared()
 
     q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -378,16 +423,16 @@ def fmha_fwd_gluon_kernel(
         mbarrier.init(v_empty.index(i), count=2)
 
     gl.warp_specialize([
-        (_consumer, (o_desc, LSE, q_smem, o_smem0, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+        (_consumer, (o_desc, LSE, q_smem, o_smem0, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale,
                      batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
-                     0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED)),
-        (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                     0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC)),
+        (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                       v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                       k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale,
                       batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
-                      HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED)),
+                      HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
                      NUM_STAGES)),
