@@ -223,7 +223,7 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_o
         pp = gl.reshape(p, [WG_M, BLOCK_N // 32, 2, 2, 4, 2])
         pp = gl.permute(pp, (0, 1, 2, 4, 3, 5))
         pp = gl.reshape(pp, [WG_M, BLOCK_N])
-        pp = gl.convert_layout(pp, gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4), assert_trivial=True)
+        pp = gl.convert_layout(pp, p_layout, assert_trivial=True)
         # Four values per asm: two cvt.e4m3x2 straight into one 32-bit A-fragment register (Triton's own cast
         # splits the pairs into bytes and reassembles them: 3 PRMT/SHF more per 4 values).
         p8 = gl.inline_asm_elementwise(
@@ -236,7 +236,8 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_o
 
 
 @gluon.jit
-def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+              v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
@@ -360,13 +361,15 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
 
 
 @gluon.jit
-def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+               v_empty,
                q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
                k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q,
                seqlen_k, heads_q, group_size, write_lse, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr):
-    _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+    _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+              v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED,
@@ -423,12 +426,14 @@ def fmha_fwd_gluon_kernel(
         mbarrier.init(v_empty.index(i), count=2)
 
     gl.warp_specialize([
-        (_consumer, (o_desc, LSE, q_smem, o_smem0, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+        (_consumer, (o_desc, LSE, q_smem, o_smem0, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
+                     v_ready,
                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale,
                      batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC)),
-        (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+        (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
+                      v_ready,
                       v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                       k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale,
                       batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,

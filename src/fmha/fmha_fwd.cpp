@@ -37,8 +37,10 @@ namespace {
 
 using detail::KernelInstance;
 
-/// validate + select + the limits that depend on the instance; *instance is the selected one on success.
-Status check_and_select(device::FmhaFwd::Arguments const& args, KernelInstance const** instance) {
+/// validate + select + the limits that depend on the instance; *instance is the selected one on success, and
+/// *layout (when given) its workspace plan, so that initialize() computes it once.
+Status check_and_select(device::FmhaFwd::Arguments const& args, KernelInstance const** instance,
+                        detail::WorkspaceLayout* layout = nullptr) {
   if (Status s = detail::validate(args); !s) return s;
   if (Status s = detail::select_instance(args, instance); !s) return s;
   FmhaProblem const& p = args.problem;
@@ -51,7 +53,9 @@ Status check_and_select(device::FmhaFwd::Arguments const& args, KernelInstance c
                       std::to_string(detail::fmha_config(**instance).block_m) +
                       " query rows exceed the grid limit 2^31-1");
   }
-  if (detail::WorkspaceLayout const w = detail::plan_workspace(args, **instance); w.too_large) {
+  detail::WorkspaceLayout const w = detail::plan_workspace(args, **instance);
+  if (layout) *layout = w;
+  if (w.too_large) {
     return Status(StatusCode::kErrorInvalidProblem,
                   "batch=" + std::to_string(p.batch) + ", heads_kv=" + std::to_string(p.heads_kv) + ", seqlen_k=" +
                       std::to_string(p.seqlen_k) + ", seqlen_q=" + std::to_string(p.seqlen_q) + ": the workspace would be " +
@@ -84,8 +88,9 @@ Status FmhaFwd::can_implement(Arguments const& args) {
 
 size_t FmhaFwd::get_workspace_size(Arguments const& args) {
   KernelInstance const* instance = nullptr;
-  if (!check_and_select(args, &instance)) return 0;
-  return detail::plan_workspace(args, *instance).total;
+  detail::WorkspaceLayout layout;
+  if (!check_and_select(args, &instance, &layout)) return 0;
+  return layout.total;
 }
 
 Status FmhaFwd::select_kernel(Arguments const& args, std::string* name) {
@@ -97,11 +102,12 @@ Status FmhaFwd::select_kernel(Arguments const& args, std::string* name) {
 
 Status FmhaFwd::initialize(Arguments const& args, void* workspace, StreamHandle) {
   KernelInstance const* instance = nullptr;
-  if (Status s = check_and_select(args, &instance); !s) {
+  detail::WorkspaceLayout layout;
+  if (Status s = check_and_select(args, &instance, &layout); !s) {
     plan_.reset();
     return s;
   }
-  size_t const needed = detail::plan_workspace(args, *instance).total;
+  size_t const needed = layout.total;
   if (needed > 0 && !workspace) {
     plan_.reset();
     return Status(StatusCode::kErrorWorkspaceNull,
@@ -113,7 +119,7 @@ Status FmhaFwd::initialize(Arguments const& args, void* workspace, StreamHandle)
   }
   // Reuse the plan's storage when this handle owns it alone (repeated initialize() allocates nothing).
   if (!plan_ || plan_.use_count() > 1) plan_ = std::make_shared<detail::FmhaFwdPlan>();
-  if (Status s = detail::make_plan(args, *instance, workspace, plan_.get()); !s) {
+  if (Status s = detail::make_plan(args, *instance, layout, workspace, plan_.get()); !s) {
     plan_.reset();
     return s;
   }

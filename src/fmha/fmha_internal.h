@@ -82,7 +82,9 @@ struct FmhaFwdPlan {
 };
 
 /// Selected, validated arguments -> plan (loads modules into the current context, packs the parameters).
-Status make_plan(Arguments const& args, KernelInstance const& instance, void* workspace, FmhaFwdPlan* plan);
+/// `layout` is plan_workspace(args, instance), computed once by the caller.
+Status make_plan(Arguments const& args, KernelInstance const& instance, WorkspaceLayout const& layout, void* workspace,
+                 FmhaFwdPlan* plan);
 /// Launches a plan (V transpose first when needed). No validation, no allocation.
 Status run_plan(FmhaFwdPlan const& plan, StreamHandle stream);
 

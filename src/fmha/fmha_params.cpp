@@ -150,7 +150,8 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
   return Status::success();
 }
 
-Status make_plan(Arguments const& args, KernelInstance const& instance, void* workspace, FmhaFwdPlan* plan) {
+Status make_plan(Arguments const& args, KernelInstance const& instance, WorkspaceLayout const& w, void* workspace,
+                 FmhaFwdPlan* plan) {
   FmhaProblem const& p = args.problem;
   plan->instance = &instance;
   plan->empty = p.batch == 0 || p.seqlen_q == 0;
@@ -160,7 +161,6 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, void* wo
   CudaDriver const* driver = nullptr;
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
   if (Status s = fp8attn::detail::get_function(*driver, instance, &plan->attention_function); !s) return s;
-  WorkspaceLayout const w = plan_workspace(args, instance);
 
   // V as the attention kernel reads it: (pointer, stride_b, stride_h, row stride).
   void const* v_ptr = args.v.ptr;
