@@ -58,3 +58,43 @@ def quantize_e4m3_per_head(x, heads_kv=None, layout="bshd"):
     if layout == "bhsd":
         x_fp8 = x_fp8.transpose(1, 2).contiguous()
     return x_fp8, descale.contiguous()
+
+
+# ---- Exact transforms of Q and K before quantization ------------------------------------------------------
+# Both leave the attention output unchanged in exact arithmetic and make Q and K easier to round to e4m3
+# (measured on SmolLM2-135M by emulation: per-tensor e4m3 Q, K costs +2.5% perplexity, +0.7% after both).
+
+def hadamard(head_dim, seed=0, device=None, dtype=torch.float32):
+    """A random-sign Hadamard rotation [D, D] (D a power of two): diag(signs) times the Sylvester Hadamard
+    matrix, divided by sqrt(D), so H H^T = I and (Q H)(K H)^T = Q K^T. Spreads each head's outlier
+    channels over all D, which is what e4m3's per-tensor scale cannot handle. `seed` fixes the signs."""
+    if head_dim <= 0 or head_dim & (head_dim - 1):
+        raise ValueError(f"head_dim={head_dim}: the Hadamard rotation needs a power of two")
+    h = torch.ones(1, 1, dtype=torch.float64)
+    while h.shape[0] < head_dim:
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+    generator = torch.Generator().manual_seed(seed)
+    signs = torch.randint(0, 2, (head_dim,), generator=generator, dtype=torch.float64) * 2 - 1
+    return (signs[:, None] * h / head_dim ** 0.5).to(device=device, dtype=dtype)
+
+
+def smooth_keys(k, layout="bshd"):
+    """K minus each (batch, head)'s mean key over the sequence. Every score of a query row moves by the same
+    q . mean, so softmax (over any subset of the keys, causal or not) does not change; K loses the shared
+    offset that otherwise takes most of e4m3's range."""
+    seq_dim = 1 if layout == "bshd" else 2
+    wide = torch.promote_types(k.dtype, torch.float32)  # the mean in at least float32
+    return k - k.to(wide).mean(dim=seq_dim, keepdim=True).to(k.dtype)
+
+
+def transform_qk(q, k, layout="bshd", smooth=True, rotate=True, seed=0):
+    """(q, k) with the exact transforms applied (smoothing of K, then the same Hadamard rotation of Q and K),
+    in float32 (float64 inputs stay float64) for the quantizer that follows."""
+    wide = torch.promote_types(q.dtype, torch.float32)
+    qw, kw = q.to(wide), k.to(wide)
+    if smooth:
+        kw = smooth_keys(kw, layout)
+    if rotate:
+        h = hadamard(q.shape[-1], seed, q.device, wide)
+        qw, kw = qw @ h, kw @ h
+    return qw, kw

@@ -14,6 +14,9 @@ None). The function runs fp8attn when it can give the right answer and torch's S
             read in place in the (B, H, S, D) layout. Modes:
               "fp8"           q, k, v quantized to e4m3 with one descale each (amax / 448) on every call;
               "fp8_per_head"  one descale per (batch, kv head) (the FlashAttention-3 convention);
+              "fp8_smooth_rotate"  K smoothed (its mean key removed) and Q, K rotated by one random-sign
+                              Hadamard matrix before the per-tensor quantization: both exact in real
+                              arithmetic, both done in torch here (issue 7 moves them into a kernel);
               "bf16"          fp8attn's BF16 kernel (inputs cast to bf16).
   SDPA      an attention-mask tensor (padding, packed sequences, any custom mask), dropout in training, logit
             soft-capping, sliding windows, a non-causal layer, keyword arguments it does not implement
@@ -35,9 +38,9 @@ from collections import Counter
 import torch
 
 from .. import ops  # noqa: F401  (registers torch.ops.fp8attn.*)
-from ..quant import quantize_e4m3, quantize_e4m3_per_head
+from ..quant import quantize_e4m3, quantize_e4m3_per_head, transform_qk
 
-MODES = ("fp8", "fp8_per_head", "bf16")
+MODES = ("fp8", "fp8_per_head", "fp8_smooth_rotate", "bf16")
 DEFAULT_NAME = "fp8attn"
 
 _mode = "fp8"
@@ -55,7 +58,7 @@ def reset_fallback_counts():
 
 
 def set_mode(mode):
-    """Accuracy mode of the registered function for the calls that follow ("fp8", "fp8_per_head", "bf16")."""
+    """Accuracy mode of the registered function for the calls that follow (one of MODES)."""
     global _mode
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: expected one of {MODES}")
@@ -137,6 +140,9 @@ def _fp8attn(query, key, value, scaling, mode):
     if mode == "bf16":
         q, k, v = (t.to(torch.bfloat16) for t in (query, key, value))
         qd = kd = vd = None
+    elif mode == "fp8_smooth_rotate":
+        query, key = transform_qk(query, key, layout="bhsd")
+        (q, qd), (k, kd), (v, vd) = (quantize_e4m3(t) for t in (query, key, value))
     elif mode == "fp8_per_head":
         heads_kv = key.shape[1]
         q, qd = quantize_e4m3_per_head(query, heads_kv=heads_kv, layout="bhsd")
