@@ -3,6 +3,7 @@
 Providers, on the standard prefill suite, bench/suites/standard.csv (the one definition, which the profiler embeds
 too: fp8attn_profiler --suite=standard; 32768 tokens per problem, H_q * D = 4096, plus GQA 64/8):
   fp8attn-fp8   the Python module (heuristic pick), e4m3 inputs with per-tensor descales, BF16 output
+  fp8attn-bf16  the same with BF16 inputs (compared with cudnn-bf16: the issue's BF16 target)
   cudnn-fp8     cuDNN FP8 attention through JAX (jax._src.cudnn.fused_attention_stablehlo, use_fp8=True,
                 BNTH), in a separate process with XLA_PYTHON_CLIENT_PREALLOCATE=false; its output is e4m3
                 (scale_o set from amax_o for the error column); a failure is recorded and the run goes on
@@ -37,7 +38,9 @@ import sys
 import tempfile
 import time
 
-PROVIDERS = ["fp8attn-fp8", "cudnn-fp8", "cudnn-bf16", "flash-bf16"]
+PROVIDERS = ["fp8attn-fp8", "cudnn-fp8", "fp8attn-bf16", "cudnn-bf16", "flash-bf16"]
+# (provider, its reference): the ratio columns of the table and the CSV.
+RATIOS = [("fp8attn-fp8", "cudnn-fp8"), ("fp8attn-bf16", "cudnn-bf16")]
 E4M3_MAX = 448.0
 SLICE_ROWS = 128
 STANDARD_SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suites", "standard.csv")
@@ -297,7 +300,7 @@ def slice_error(o_bhsd, q, k, v, causal, descales=(1.0, 1.0, 1.0)):
 
 
 def run_torch_providers(cfg, args, seed):
-    """{provider: record} for fp8attn-fp8, cudnn-bf16 and flash-bf16 on one config."""
+    """{provider: record} for fp8attn-fp8, fp8attn-bf16, cudnn-bf16 and flash-bf16 on one config."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
@@ -313,25 +316,30 @@ def run_torch_providers(cfg, args, seed):
     k = torch.randn(shape_kv, generator=gen, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(shape_kv, generator=gen, device="cuda", dtype=torch.bfloat16)
 
-    # fp8attn, FP8 (BSHD, its native layout; quantized per tensor).
-    rec = {}
-    try:
-        q8, qd = fp8attn.quantize_e4m3(q.transpose(1, 2).contiguous())
-        k8, kd = fp8attn.quantize_e4m3(k.transpose(1, 2).contiguous())
-        v8, vd = fp8attn.quantize_e4m3(v.transpose(1, 2).contiguous())
-        o8 = torch.empty(q8.shape, dtype=torch.bfloat16, device="cuda")
-        kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=cfg.causal)
-        rec["kernel"] = fp8attn.select_kernel(q8, k8, v8, **kw)
-        rec["ms"] = time_cuda(lambda: fp8attn.fmha_fwd(q8, k8, v8, out=o8, **kw), args)
-        if not args.no_error:
-            fp8attn.fmha_fwd(q8, k8, v8, out=o8, **kw)
-            t = (lambda x: x.transpose(1, 2))
-            rec["error"] = slice_error(t(o8), t(q8), t(k8), t(v8), cfg.causal,
-                                       (float(qd), float(kd), float(vd)))
-        del q8, k8, v8, o8
-    except Exception as e:  # noqa: BLE001
-        rec["failure"] = f"{type(e).__name__}: {e}"[:600]
-    out["fp8attn-fp8"] = rec
+    # fp8attn, FP8 (BSHD, its native layout; quantized per tensor) and BF16 (the same BSHD copies).
+    for provider, fp8 in (("fp8attn-fp8", True), ("fp8attn-bf16", False)):
+        rec = {}
+        try:
+            qb, kb, vb = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+            if fp8:
+                (q8, qd), (k8, kd), (v8, vd) = (fp8attn.quantize_e4m3(x) for x in (qb, kb, vb))
+                kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=cfg.causal)
+                descales = (float(qd), float(kd), float(vd))
+            else:
+                q8, k8, v8 = qb, kb, vb
+                kw = dict(causal=cfg.causal)
+                descales = (1.0, 1.0, 1.0)
+            o8 = torch.empty(q8.shape, dtype=torch.bfloat16, device="cuda")
+            rec["kernel"] = fp8attn.select_kernel(q8, k8, v8, **kw)
+            rec["ms"] = time_cuda(lambda: fp8attn.fmha_fwd(q8, k8, v8, out=o8, **kw), args)
+            if not args.no_error:
+                fp8attn.fmha_fwd(q8, k8, v8, out=o8, **kw)
+                t = (lambda x: x.transpose(1, 2))
+                rec["error"] = slice_error(t(o8), t(q8), t(k8), t(v8), cfg.causal, descales)
+            del q8, k8, v8, o8, qb, kb, vb
+        except Exception as e:  # noqa: BLE001
+            rec["failure"] = f"{type(e).__name__}: {e}"[:600]
+        out[provider] = rec
 
     for provider, backend in (("cudnn-bf16", SDPBackend.CUDNN_ATTENTION), ("flash-bf16", SDPBackend.FLASH_ATTENTION)):
         rec = {}
@@ -371,7 +379,8 @@ def tflops(cfg, rec):
 
 
 def print_table(configs, results):
-    head = f"{'config':<28}" + "".join(f"{p:>14}" for p in PROVIDERS) + f"{'fp8attn/cuDNN-fp8':>19}"
+    head = f"{'config':<28}" + "".join(f"{p:>14}" for p in PROVIDERS) + "".join(
+        f"{a.split('-')[1] + ' ratio':>12}" for a, _ in RATIOS)
     print("\nTFLOP/s (error vs float64 on a slice in brackets)")
     print(head)
     print("-" * len(head))
@@ -380,9 +389,10 @@ def print_table(configs, results):
         for p in PROVIDERS:
             t = tflops(cfg, results[cfg.name].get(p))
             line += f"{t:14.1f}" if t is not None else f"{'failed':>14}"
-        a = tflops(cfg, results[cfg.name].get("fp8attn-fp8"))
-        b = tflops(cfg, results[cfg.name].get("cudnn-fp8"))
-        line += f"{a / b:19.3f}" if a and b else f"{'-':>19}"
+        for mine, ref in RATIOS:
+            a = tflops(cfg, results[cfg.name].get(mine))
+            b = tflops(cfg, results[cfg.name].get(ref))
+            line += f"{a / b:12.3f}" if a and b else f"{'-':>12}"
         print(line)
         errs = [results[cfg.name].get(p, {}).get("error") for p in PROVIDERS]
         if any(e is not None for e in errs):
@@ -400,12 +410,13 @@ def print_table(configs, results):
 
 def write_csv(path, configs, results):
     fields = ["config", "batch", "heads_q", "heads_kv", "seqlen", "head_dim", "causal", "provider", "ms",
-              "tflops", "ratio_vs_cudnn_fp8", "error_vs_fp64", "kernel", "note"]
+              "tflops", "ratio_vs_cudnn_fp8", "ratio_vs_cudnn_bf16", "error_vs_fp64", "kernel", "note"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for cfg in configs:
             ref = tflops(cfg, results[cfg.name].get("cudnn-fp8"))
+            ref_bf16 = tflops(cfg, results[cfg.name].get("cudnn-bf16"))
             for p in PROVIDERS:
                 rec = results[cfg.name].get(p, {})
                 t = tflops(cfg, rec)
@@ -415,6 +426,7 @@ def write_csv(path, configs, results):
                     "ms": f"{rec['ms']:.4f}" if "ms" in rec else "",
                     "tflops": f"{t:.1f}" if t is not None else "",
                     "ratio_vs_cudnn_fp8": f"{t / ref:.3f}" if t is not None and ref else "",
+                    "ratio_vs_cudnn_bf16": f"{t / ref_bf16:.3f}" if t is not None and ref_bf16 else "",
                     "error_vs_fp64": f"{rec['error']:.3e}" if "error" in rec else "",
                     "kernel": rec.get("kernel", ""),
                     "note": rec.get("failure", rec.get("note", "")),
