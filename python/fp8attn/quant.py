@@ -1,6 +1,7 @@
 """E4M3 quantization helpers producing the descales fmha_fwd takes (x ~= x_fp8.float() * descale).
 
-Per tensor: one descale, amax(|x|) / 448. Per (batch, head): the FlashAttention-3 convention, where every
+Per tensor: one descale, amax(|x|) / 448, a caller-given (static) one, or DelayedScaling's from earlier
+calls. Per (batch, head): the FlashAttention-3 convention, where every
 descale is indexed by (batch, kv head); for a query tensor with more heads than K/V (GQA), pass heads_kv so
 that each group of heads_q / heads_kv query heads shares the descale of its kv head.
 """
@@ -22,12 +23,55 @@ def _to_e4m3(x, descale):
     return (x.float() / descale).clamp_(-E4M3_MAX, E4M3_MAX).to(E4M3)
 
 
-def quantize_e4m3(x):
-    """Per-tensor E4M3: returns (x_fp8, descale) with descale float32 of shape [1] on x's device."""
+def quantize_e4m3(x, descale=None):
+    """Per-tensor E4M3: returns (x_fp8, descale) with descale float32 of shape [1] on x's device.
+
+    descale: a caller-given (static, calibrated) descale, a float or a one-element tensor; by default
+    amax(|x|) / 448 of this tensor. Values beyond 448 * descale saturate to +-448 (never Inf); NaN stays NaN."""
+    if descale is not None:
+        descale = torch.as_tensor(descale, dtype=torch.float32, device=x.device).reshape(1)
+        if not bool(torch.isfinite(descale).all()) or float(descale) <= 0:
+            raise ValueError(f"descale={float(descale)}: must be finite and > 0")
+        return _to_e4m3(x.detach(), descale), descale
     if x.numel() == 0:
         return x.to(E4M3), torch.ones(1, dtype=torch.float32, device=x.device)
     descale = _descale_from_amax(x.detach().abs().amax())
     return _to_e4m3(x.detach(), descale), descale.reshape(1)
+
+
+class DelayedScaling:
+    """Per-tensor E4M3 descales for serving from the amax of earlier calls ("delayed scaling"): each call
+    quantizes with max(amax of the last `history` calls) * margin / 448, then records its own amax. The history
+    stays on the GPU (no host synchronization); the first call, with no history, uses its own amax. Values
+    beyond the range saturate to +-448 (never Inf); a non-finite amax (an Inf or NaN input) is recorded as 0 so
+    that it cannot poison later calls.
+
+        scaling = DelayedScaling(history=16)       # one per tensor role and layer
+        k8, kd = scaling.quantize(k)
+    """
+
+    def __init__(self, history=16, margin=1.0):
+        if history < 1:
+            raise ValueError(f"history={history}: must be >= 1")
+        if not margin > 0:
+            raise ValueError(f"margin={margin}: must be > 0")
+        self.history = int(history)
+        self.margin = float(margin)
+        self.amax = None  # float32 [history] on the tensors' device, after the first call
+        self.calls = 0
+
+    def quantize(self, x):
+        now = x.detach().abs().amax().float() if x.numel() else torch.zeros((), device=x.device)
+        now = torch.where(torch.isfinite(now), now, torch.zeros_like(now))
+        if self.amax is None:
+            self.amax = torch.zeros(self.history, dtype=torch.float32, device=x.device)
+            self.amax[0] = now
+            descale = _descale_from_amax(now * self.margin)
+        else:
+            descale = _descale_from_amax(self.amax.amax() * self.margin)
+            self.amax[self.calls % self.history] = now
+        self.calls += 1
+        return _to_e4m3(x.detach(), descale), descale.reshape(1)
 
 
 def quantize_e4m3_per_head(x, heads_kv=None, layout="bshd"):
