@@ -7,7 +7,10 @@
 #include <string>
 
 #include "fmha_internal.h"
+#include "fmha_tuning.h"
 #include "fp8attn/library/operation.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/module_cache.h"
 
 namespace fp8attn::fmha::detail {
 
@@ -93,6 +96,18 @@ KernelInstance const* find_transpose_instance(int head_dim, bool key_permuted, s
   return nullptr;
 }
 
+KernelInstance const* tuned_instance(Arguments const& args, std::vector<TuningEntry> const& table,
+                                    std::string_view gpu) {
+  for (TuningEntry const& e : table) {
+    if (!entry_matches(e, gpu, args.problem)) continue;
+    for (size_t i = 0; i < kNumKernelInstances; ++i) {
+      KernelInstance const& k = *kKernelInstances[i];
+      if (k.kind == OperationKind::kFmhaFwd && e.kernel == k.name && instance_supports(k, args, nullptr)) return &k;
+    }
+  }
+  return nullptr;
+}
+
 Status select_instance(Arguments const& args, KernelInstance const** instance) {
   *instance = nullptr;
   if (!args.kernel_name.empty()) {
@@ -109,6 +124,18 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
     }
     return Status(StatusCode::kErrorKernelNotFound,
                   "kernel_name=" + args.kernel_name + " is not compiled in this build (list: fp8attn_profiler --list)");
+  }
+  // The tuning table first, when it has entries and a driver says which GPU this is (nothing otherwise: an
+  // empty table costs one branch).
+  if (std::vector<TuningEntry> const& table = tuning_table(); !table.empty()) {
+    fp8attn::detail::CudaDriver const* driver = nullptr;
+    std::string gpu;
+    if (fp8attn::detail::cuda_driver(&driver) && fp8attn::detail::device_name(*driver, &gpu)) {
+      if (KernelInstance const* tuned = tuned_instance(args, table, gpu)) {
+        *instance = tuned;
+        return Status::success();
+      }
+    }
   }
   // Two passes in manifest order: the single-launch "vnat" instances (V transposed on chip) only for calls
   // small enough to be bound by launch latency, everything else otherwise (vnat's throughput is 2.4-3x lower;

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "fmha/fmha_kernel_config.h"
 #include "fmha/transpose_v_kernel_config.h"
@@ -38,8 +40,13 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
 /// Whether a call is small enough that one launch beats two: FP8 with a head_dim-contiguous V and little work,
 /// for which the heuristic prefers the instances that transpose V on chip ("vnat").
 bool prefers_single_launch(Arguments const& args);
-/// The instance forced by args.kernel_name, or the heuristic's pick for args.problem.
+/// The instance forced by args.kernel_name, or the tuning table's pick for this GPU, or the heuristic's.
 Status select_instance(Arguments const& args, KernelInstance const** instance);
+struct TuningEntry;
+/// The first instance a matching table entry names that supports args (nullptr if none): select_instance's
+/// table step, for a given GPU name (tests call it without a GPU).
+KernelInstance const* tuned_instance(Arguments const& args, std::vector<TuningEntry> const& table,
+                                    std::string_view gpu);
 /// The V-transpose instance for this head dim and key order (or the one named), or nullptr.
 KernelInstance const* find_transpose_instance(int head_dim, bool key_permuted, std::string const& name = {});
 

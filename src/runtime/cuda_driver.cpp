@@ -27,6 +27,7 @@ Status load(CudaDriver* d) {
             load_symbol(lib, "cuCtxGetDevice", &d->cuCtxGetDevice) && load_symbol(lib, "cuCtxGetId", &d->cuCtxGetId) &&
             load_symbol(lib, "cuDeviceGet", &d->cuDeviceGet) &&
             load_symbol(lib, "cuDeviceGetAttribute", &d->cuDeviceGetAttribute) &&
+            load_symbol(lib, "cuDeviceGetName", &d->cuDeviceGetName) &&
             load_symbol(lib, "cuDevicePrimaryCtxRetain", &d->cuDevicePrimaryCtxRetain) &&
             load_symbol(lib, "cuModuleLoadData", &d->cuModuleLoadData) &&
             load_symbol(lib, "cuModuleGetFunction", &d->cuModuleGetFunction) &&

@@ -21,6 +21,7 @@ struct CudaDriver {
   decltype(&::cuCtxGetId) cuCtxGetId;
   decltype(&::cuDeviceGet) cuDeviceGet;
   decltype(&::cuDeviceGetAttribute) cuDeviceGetAttribute;
+  decltype(&::cuDeviceGetName) cuDeviceGetName;
   decltype(&::cuDevicePrimaryCtxRetain) cuDevicePrimaryCtxRetain;
   decltype(&::cuModuleLoadData) cuModuleLoadData;
   decltype(&::cuModuleGetFunction) cuModuleGetFunction;

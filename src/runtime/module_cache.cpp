@@ -96,6 +96,32 @@ Status multiprocessor_count(CudaDriver const& d, int* count) {
   return Status::success();
 }
 
+Status device_name(CudaDriver const& d, std::string* name) {
+  thread_local CUcontext last_context = nullptr;
+  thread_local unsigned long long last_context_id = 0;
+  thread_local std::string last_name;
+  CUcontext context = nullptr;
+  if (CUresult r = d.cuCtxGetCurrent(&context); r != CUDA_SUCCESS) return driver_error(d, r, "cuCtxGetCurrent");
+  unsigned long long context_id = 0;
+  if (context) {
+    if (CUresult r = d.cuCtxGetId(context, &context_id); r != CUDA_SUCCESS) return driver_error(d, r, "cuCtxGetId");
+  }
+  if (!last_name.empty() && context == last_context && context_id == last_context_id) {
+    *name = last_name;
+    return Status::success();
+  }
+  CUdevice device;
+  CUresult r = context ? d.cuCtxGetDevice(&device) : d.cuDeviceGet(&device, 0);
+  if (r != CUDA_SUCCESS) return driver_error(d, r, context ? "cuCtxGetDevice" : "cuDeviceGet");
+  char text[256] = {};
+  if ((r = d.cuDeviceGetName(text, sizeof(text) - 1, device)) != CUDA_SUCCESS) return driver_error(d, r, "cuDeviceGetName");
+  last_context = context;
+  last_context_id = context_id;
+  last_name = text;
+  *name = last_name;
+  return Status::success();
+}
+
 Status constant_one(CudaDriver const& d, CUdeviceptr* one) {
   // A module global, not an allocation: it lives and dies with the module, i.e. with its context, so nothing
   // is leaked when a context goes away (cuMemAlloc'ed memory would be, to memcheck's eyes, at exit).

@@ -16,6 +16,10 @@ Status get_function(CudaDriver const& driver, KernelInstance const& instance, CU
 /// Cached per thread for the last context asked about, so initialize() stays cheap.
 Status multiprocessor_count(CudaDriver const& driver, int* count);
 
+/// The name of the current context's device (device 0 when no context is current; none is created), e.g.
+/// "NVIDIA H200". Cached per thread for the last context asked about.
+Status device_name(CudaDriver const& driver, std::string* name);
+
 /// A float 1.0f in device memory of the current context (a module global, loaded once per context): the
 /// descale the kernels read when the caller passes none (BF16/FP16 inputs), so run() needs no memset.
 Status constant_one(CudaDriver const& driver, CUdeviceptr* one);

@@ -25,6 +25,7 @@
 #include "options.h"
 #include "problem_space.h"
 #include "report.h"
+#include "tuning_writer.h"
 
 namespace {
 
@@ -99,6 +100,12 @@ int main(int argc, char** argv) {
     if (!options.output.empty()) {
       if (fp8attn::Status s = report.open_csv(options.output); !s) throw UsageError(s.message());
     }
+    // Checked now too, so that an unwritable path does not cost a whole run (written at the end).
+    if (!options.write_tuning.empty()) {
+      std::FILE* f = std::fopen(options.write_tuning.c_str(), "w");
+      if (!f) throw UsageError("--write-tuning=" + options.write_tuning + ": cannot open for writing");
+      std::fclose(f);
+    }
   } catch (UsageError const& e) {
     std::fprintf(stderr, "fp8attn_profiler: %s\n", e.what());
     return kExitUsage;
@@ -135,6 +142,17 @@ int main(int argc, char** argv) {
 
   std::printf("# %d rows, %d failed or incorrect%s\n", report.rows(), report.bad_rows(),
               options.output.empty() ? "" : ("; CSV: " + options.output).c_str());
+  if (!options.write_tuning.empty()) {
+    std::FILE* f = std::fopen(options.write_tuning.c_str(), "w");
+    std::string const text = fp8attn::profiler::tuning_table_text(report.attention_rows(), prop.name);
+    if (!f || std::fputs(text.c_str(), f) < 0) {
+      std::fprintf(stderr, "fp8attn_profiler: cannot write --write-tuning=%s\n", options.write_tuning.c_str());
+      if (f) std::fclose(f);
+      return kExitUsage;
+    }
+    std::fclose(f);
+    std::printf("# tuning table: %s\n", options.write_tuning.c_str());
+  }
   if (!usable) return kExitNoDevice;
   return report.bad_rows() > 0 ? kExitBadRows : kExitOk;
 }

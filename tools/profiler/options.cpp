@@ -285,6 +285,9 @@ Options parse_options(int argc, char const* const* argv) {
     } else if (key == "output") {
       if (value.empty()) bad_value(name, value, "expected a file name");
       o.output = value;
+    } else if (key == "write-tuning") {
+      if (value.empty()) bad_value(name, value, "expected a file name");
+      o.write_tuning = value;
     } else if (key == "seed") {
       errno = 0;
       char* end = nullptr;
@@ -388,6 +391,9 @@ Measurement:
                               zero rows [128, 256) of O of (batch 0, head 0), i.e. one 128-row tile (needs
                               seqlen_q > 128). Every such row must then be reported incorrect (exit code 3).
   --output=FILE.csv           also write the rows as CSV
+  --write-tuning=FILE         write a tuning table from this run (both providers, the default): per attention
+                              problem, the fastest verified instance where it beats the library's pick by >2%;
+                              FP8ATTN_TUNING_FILE=FILE makes the runtime use it
   --seed=2024                 seed of the input generator
 
 Dispositions: passed, incorrect (non-finite outputs, error over the tolerance, or a row over the row

@@ -59,6 +59,7 @@ struct Options {
   std::optional<double> row_tolerance;                 ///< relative L2 of each output row; default 2x tolerance
   Fault inject_fault = Fault::kNone;                   ///< --inject-fault: a self-test of the verifier
   std::string output;                                  ///< CSV file; empty: none
+  std::string write_tuning;                            ///< tuning table file (--write-tuning); empty: none
   uint64_t seed = 2024;
 };
 

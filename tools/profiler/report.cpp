@@ -63,6 +63,7 @@ void Report::print_header(int operation_width) {
 
 void Report::add(Row const& row) {
   ++rows_;
+  if (row.operation_kind == "fmha_fwd") attention_rows_.push_back(row);
   if (row.disposition == "failed" || row.disposition == "incorrect") ++bad_rows_;
   ProblemSpec const& p = row.problem;
   std::printf("%-11s %5d %4d %4d %6d %6d %4d %3d %-4s %-4s %-8s %-*s %-13s %10s %8s %8s %9s %9s %9s  %s\n",

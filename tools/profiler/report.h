@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fp8attn/status.h"
 #include "problem_space.h"
@@ -40,6 +41,8 @@ class Report {
   void add(Row const& row);
 
   int rows() const { return rows_; }
+  /// The attention rows added so far (kept for --write-tuning).
+  std::vector<Row> const& attention_rows() const { return attention_rows_; }
   /// Rows whose disposition is failed or incorrect.
   int bad_rows() const { return bad_rows_; }
 
@@ -47,6 +50,7 @@ class Report {
   std::FILE* csv_ = nullptr;
   int operation_width_ = 40;
   int rows_ = 0;
+  std::vector<Row> attention_rows_;
   int bad_rows_ = 0;
 };
 

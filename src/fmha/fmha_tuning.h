@@ -1,0 +1,35 @@
+#pragma once
+// The tuning table (src/fmha/tuning/tuning_table.csv, and FP8ATTN_TUNING_FILE): per GPU model and problem
+// bucket, the instance to run instead of the manifest order's first choice.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fp8attn/fmha/device/fmha_fwd.h"
+
+namespace fp8attn::fmha::detail {
+
+struct TuningEntry {
+  std::string gpu;       ///< a substring of the device name
+  DataType input_type;
+  int head_dim;
+  bool causal;
+  int64_t max_seqlen_k;  ///< applies to seqlen_k <= max_seqlen_k
+  std::string kernel;
+};
+
+/// Parses a table's text. Comment lines start with '#'; the header line names the columns. A line that cannot
+/// be read is skipped with a warning "<source>:<line>: <why>" appended to *warnings.
+std::vector<TuningEntry> parse_tuning_table(std::string_view text, std::string const& source,
+                                            std::vector<std::string>* warnings);
+
+/// Whether the entry covers this GPU (its name contains entry.gpu) and problem bucket.
+bool entry_matches(TuningEntry const& entry, std::string_view gpu, FmhaProblem const& problem);
+
+/// The entries the runtime uses: FP8ATTN_TUNING_FILE's (when set) before the embedded table's, without the
+/// ones that name an instance this build does not have (stale). Built once; its warnings go to stderr once.
+std::vector<TuningEntry> const& tuning_table();
+
+}  // namespace fp8attn::fmha::detail

@@ -1,0 +1,144 @@
+// The tuning table: parsing (every malformed line refused with its line number, the rest kept), matching
+// (GPU name substring, seqlen bucket), the runtime table (FP8ATTN_TUNING_FILE first, stale names dropped), and
+// the selection step (a named instance overrides the manifest order, an instance that cannot run the problem
+// is passed over).
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "fmha/fmha_internal.h"
+#include "fmha/fmha_tuning.h"
+#include "fp8attn/library/operation.h"
+
+using fp8attn::DataType;
+using fp8attn::fmha::FmhaProblem;
+using fp8attn::fmha::detail::TuningEntry;
+namespace detail = fp8attn::fmha::detail;
+
+namespace {
+
+bool contains(std::string const& s, std::string const& part) { return s.find(part) != std::string::npos; }
+
+std::string const kHeader = "gpu,input_type,head_dim,causal,max_seqlen_k,kernel\n";
+
+fp8attn::fmha::device::FmhaFwd::Arguments fp8_args(int seqlen, bool causal) {
+  fp8attn::fmha::device::FmhaFwd::Arguments a;
+  a.problem = {2, 8, 8, seqlen, seqlen, 128, causal, DataType::kE4M3, DataType::kBF16};
+  auto fake = [](uintptr_t p) { return reinterpret_cast<void*>(p); };
+  a.q = fp8attn::fmha::TensorRef::packed(fake(0x100000), fp8attn::Layout::kBSHD, seqlen, 8, 128);
+  a.k = fp8attn::fmha::TensorRef::packed(fake(0x200000), fp8attn::Layout::kBSHD, seqlen, 8, 128);
+  a.v = fp8attn::fmha::TensorRef::packed(fake(0x300000), fp8attn::Layout::kBSHD, seqlen, 8, 128);
+  a.o = fp8attn::fmha::TensorRef::packed(fake(0x400000), fp8attn::Layout::kBSHD, seqlen, 8, 128);
+  static float descale_storage alignas(16)[4];
+  a.q_descale.ptr = a.k_descale.ptr = a.v_descale.ptr = descale_storage;
+  return a;
+}
+
+}  // namespace
+
+int main() {
+  // ---- the runtime table reads FP8ATTN_TUNING_FILE once: set it before anything asks ----
+  std::string const path = "test_tuning_file.csv";
+  // A compiled FP8 D=128 full Triton instance: the heuristic's first choice for S=8192 is a Gluon one (checked
+  // below, after the table is read: asking the heuristic now would read the table before the file exists).
+  std::string another_instance;
+  {
+    for (auto const& op : fp8attn::library::fmha_operations()) {
+      if (op.qk_type == DataType::kE4M3 && op.head_dim == 128 && !op.causal &&
+          op.family == fp8attn::library::KernelFamily::kTriton && !op.warp_specialized && op.v_transposed &&
+          another_instance.empty()) {
+        another_instance = op.name;
+      }
+    }
+    std::ofstream f(path);
+    f << "# a user's file\n" << kHeader << "H200,e4m3,128,0,4096," << another_instance << "\n"
+      << "H200,e4m3,128,0,8192,fp8attn_sm90_no_such_kernel\n";
+  }
+  setenv("FP8ATTN_TUNING_FILE", path.c_str(), 1);
+
+  // ---- parsing ----
+  {
+    std::vector<std::string> warnings;
+    auto t = detail::parse_tuning_table(
+        "# comment\n\n" + kHeader + "H200,e4m3,128,1,4096,kernel_a\n" + " H100 , bf16 , 64 , 0 , 16384 , kernel_b \n" +
+            "H200,e4m3,128,1,4096\n" +             // line 6: 5 fields
+            "H200,int4,128,1,4096,k\n" +           // line 7: no such type
+            "H200,e4m3,128,2,4096,k\n" +           // line 8: causal not 0/1
+            "H200,e4m3,128,0,0,k\n" +              // line 9: max_seqlen_k not positive
+            "H200,e4m3,x,0,5,k\n" +                // line 10: head_dim
+            ",e4m3,128,0,5,k\n",                   // line 11: empty gpu
+        "t.csv", &warnings);
+    CHECK(t.size() == 2, "two good lines, got " + std::to_string(t.size()));
+    if (t.size() == 2) {
+      CHECK(t[0].gpu == "H200" && t[0].input_type == DataType::kE4M3 && t[0].head_dim == 128 && t[0].causal &&
+                t[0].max_seqlen_k == 4096 && t[0].kernel == "kernel_a",
+            "first entry");
+      CHECK(t[1].gpu == "H100" && t[1].input_type == DataType::kBF16 && t[1].head_dim == 64 && !t[1].causal &&
+                t[1].kernel == "kernel_b",
+            "fields are trimmed");
+    }
+    CHECK(warnings.size() == 6, "one warning per bad line, got " + std::to_string(warnings.size()));
+    char const* expected[] = {"t.csv:6: expected 6", "t.csv:7: input_type 'int4'", "t.csv:8: causal '2'",
+                              "t.csv:9: max_seqlen_k '0'", "t.csv:10: head_dim 'x'", "t.csv:11: empty gpu"};
+    for (size_t i = 0; i < 6 && i < warnings.size(); ++i) {
+      CHECK(contains(warnings[i], expected[i]), warnings[i] + " should say " + expected[i]);
+    }
+    warnings.clear();
+    CHECK(detail::parse_tuning_table("H200,e4m3,128,1,4096,k\n", "nohead.csv", &warnings).empty() &&
+              warnings.size() == 1 && contains(warnings[0], "header"),
+          "a file without the header is ignored whole");
+  }
+
+  // ---- matching ----
+  {
+    TuningEntry e{"H200", DataType::kE4M3, 128, false, 4096, "k"};
+    FmhaProblem p{1, 8, 8, 4096, 4096, 128, false, DataType::kE4M3, DataType::kBF16};
+    CHECK(detail::entry_matches(e, "NVIDIA H200", p), "substring of the device name, seqlen_k at the bound");
+    p.seqlen_k = 4097;
+    CHECK(!detail::entry_matches(e, "NVIDIA H200", p), "seqlen_k past the bucket");
+    p.seqlen_k = 16;
+    CHECK(!detail::entry_matches(e, "NVIDIA H100 80GB HBM3", p), "another GPU");
+    p.causal = true;
+    CHECK(!detail::entry_matches(e, "NVIDIA H200", p), "causal differs");
+  }
+
+  // ---- selection step ----
+  if (another_instance.empty()) {
+    std::printf("not applicable in this build: no second FP8 D=128 full instance to tune to\n");
+  } else {
+    std::vector<TuningEntry> table{{"H200", DataType::kE4M3, 128, false, 8192, "fp8attn_sm90_not_compiled"},
+                                   {"H200", DataType::kE4M3, 128, false, 8192, another_instance}};
+    auto a = fp8_args(8192, false);
+    auto const* k = detail::tuned_instance(a, table, "NVIDIA H200");
+    CHECK(k && k->name == another_instance, "the table's instance, past the entry naming no compiled kernel");
+    CHECK(!detail::tuned_instance(a, table, "NVIDIA H100"), "no entry for this GPU: the manifest order decides");
+    auto longer = fp8_args(16384, false);
+    CHECK(!detail::tuned_instance(longer, table, "NVIDIA H200"), "seqlen_k past every bucket");
+    // An instance that cannot run the problem (head_dim 64 call, D=128 instance) is passed over.
+    auto d64 = a;
+    d64.problem.head_dim = 64;
+    std::vector<TuningEntry> wrong{{"H200", DataType::kE4M3, 64, false, 8192, another_instance}};
+    CHECK(!detail::tuned_instance(d64, wrong, "NVIDIA H200"), "an entry whose instance cannot run is passed over");
+  }
+
+  // ---- the runtime table: the user's file first, the stale name dropped ----
+  {
+    std::string first_choice;
+    fp8attn::fmha::device::FmhaFwd::select_kernel(fp8_args(8192, false), &first_choice);
+    CHECK(first_choice != another_instance, "the test's instance must differ from the heuristic's pick");
+    auto const& table = detail::tuning_table();
+    bool has_user = false, has_stale = false;
+    for (auto const& e : table) {
+      has_user = has_user || (e.kernel == another_instance && e.max_seqlen_k == 4096);
+      has_stale = has_stale || e.kernel == "fp8attn_sm90_no_such_kernel";
+    }
+    CHECK(another_instance.empty() || has_user, "FP8ATTN_TUNING_FILE's entry is used");
+    CHECK(!has_stale, "an entry naming a kernel this build lacks is dropped");
+  }
+  std::remove(path.c_str());
+  return fp8attn_test::finish("test_tuning");
+}
