@@ -117,3 +117,17 @@ def test_unsupported_head_dim_falls_back(calls):
     assert calls == []
     assert any("head_dim=96" in r for r in fp8attn_hf.fallback_counts()), fp8attn_hf.fallback_counts()
     assert rel_err(got, want) < 1e-3
+
+
+def test_guarded_mode_checks_each_layer(calls):
+    model = tiny_llama()
+    ids = torch.randint(0, 512, (1, 256), device="cuda")
+    want = logits(model, "sdpa", ids)
+    fp8attn_hf.set_mode("fp8_guarded")
+    got = logits(model, NAME, ids)
+    report = fp8attn_hf.guard_report()
+    assert sorted(report) == [0, 1], report  # keyed by layer index
+    assert all(r["checks"] >= 1 and not r["fallback"] for r in report.values()), report
+    # Each layer: its FP8 call, then the check's BF16 call on the last 64 query rows.
+    assert calls[:2] == [(256, 256), (64, 256)], calls
+    assert rel_err(got, want) < 0.08

@@ -17,6 +17,9 @@ None). The function runs fp8attn when it can give the right answer and torch's S
               "fp8_smooth_rotate"  K smoothed (its mean key removed) and Q, K rotated by one random-sign
                               Hadamard matrix before the per-tensor quantization: both exact in real
                               arithmetic, both done in torch here (issue 7 moves them into a kernel);
+              "fp8_guarded"   "fp8" under a QualityGuard (fp8attn.guard) per layer: a sampled comparison with
+                              BF16 every 64 calls switches a layer whose FP8 error exceeds 5% to BF16 for good
+                              (guard_report() says which, and when);
               "bf16"          fp8attn's BF16 kernel (inputs cast to bf16).
   SDPA      an attention-mask tensor (padding, packed sequences, any custom mask), dropout in training, logit
             soft-capping, sliding windows, a non-causal layer, keyword arguments it does not implement
@@ -38,14 +41,22 @@ from collections import Counter
 import torch
 
 from .. import ops  # noqa: F401  (registers torch.ops.fp8attn.*)
+from ..guard import QualityGuard
 from ..quant import quantize_e4m3, quantize_e4m3_per_head, transform_qk
 
-MODES = ("fp8", "fp8_per_head", "fp8_smooth_rotate", "bf16")
+MODES = ("fp8", "fp8_per_head", "fp8_smooth_rotate", "fp8_guarded", "bf16")
 DEFAULT_NAME = "fp8attn"
 
 _mode = "fp8"
 _fallbacks = Counter()
 _warned = set()
+_guard = QualityGuard(threshold=0.05, every=64, rows=64)
+
+
+def guard_report():
+    """fp8_guarded mode: {layer index (or module id): {"calls", "checks", "last_error", "fallback",
+    "triggered_at_call"}}."""
+    return _guard.report()
 
 
 def fallback_counts():
@@ -110,9 +121,11 @@ def _unsupported(module, query, key, attention_mask, dropout, softcap, sliding_w
         return "tensors not on a CUDA device"
     if query.dtype not in (torch.bfloat16, torch.float16):
         return f"dtype {query.dtype} (fp8attn takes bfloat16 or float16 models)"
-    qk_type = "bf16" if _mode == "bf16" else "e4m3"
-    if query.shape[-1] != key.shape[-1] or (qk_type, query.shape[-1]) not in _compiled_causal():
-        return f"head_dim={query.shape[-1]} in {qk_type}, for which this build has no causal instance"
+    # The types the mode runs (the guarded mode can switch a layer to BF16).
+    types = {"bf16": ("bf16",), "fp8_guarded": ("e4m3", "bf16")}.get(_mode, ("e4m3",))
+    for qk_type in types:
+        if query.shape[-1] != key.shape[-1] or (qk_type, query.shape[-1]) not in _compiled_causal():
+            return f"head_dim={query.shape[-1]} in {qk_type}, for which this build has no causal instance"
     return None
 
 
@@ -156,6 +169,18 @@ def _fp8attn(query, key, value, scaling, mode):
     return out.transpose(1, 2)
 
 
+def _guarded(module, query, key, value, scaling):
+    """fp8 under the per-layer QualityGuard (outputs (B, H, S, D) inside, as the guard compares rows)."""
+    def fp8(q, k, v):
+        return _fp8attn(q, k, v, scaling, "fp8").transpose(1, 2)
+
+    def bf16(q, k, v):
+        return _fp8attn(q, k, v, scaling, "bf16").transpose(1, 2)
+
+    layer = getattr(module, "layer_idx", None)
+    return _guard.attention(layer if layer is not None else id(module), query, key, value, fp8, bf16).transpose(1, 2)
+
+
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None,
                       sliding_window=None, is_causal=None, **kwargs):
     """The function transformers calls (see the module docstring): returns (out (B, S_q, H_q, D), None)."""
@@ -167,6 +192,8 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         _fall_back(why)
         out = _sdpa(query, key, value, attention_mask, dropout if getattr(module, "training", False) else 0.0,
                     scaling, causal)
+    elif _mode == "fp8_guarded":
+        out = _guarded(module, query, key, value, scaling)
     else:
         out = _fp8attn(query, key, value, scaling, _mode)
     return out.to(query.dtype), None
