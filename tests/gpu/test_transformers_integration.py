@@ -47,6 +47,7 @@ def calls(monkeypatch):
 
     monkeypatch.setattr(fp8attn_hf, "_fp8attn", counting)
     fp8attn_hf.reset_fallback_counts()
+    fp8attn_hf.reset_guard()
     yield seen
     fp8attn_hf.set_mode("fp8")
 

@@ -53,6 +53,12 @@ _warned = set()
 _guard = QualityGuard(threshold=0.05, every=64, rows=64)
 
 
+def reset_guard(threshold=0.05, every=64, rows=64):
+    """A fresh guard for the fp8_guarded mode (forgets every layer's state and fallback)."""
+    global _guard
+    _guard = QualityGuard(threshold=threshold, every=every, rows=rows)
+
+
 def guard_report():
     """fp8_guarded mode: {layer index (or module id): {"calls", "checks", "last_error", "fallback",
     "triggered_at_call"}}."""
