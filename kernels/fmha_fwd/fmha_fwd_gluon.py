@@ -28,7 +28,7 @@ permute that Triton proves to be free) and storing V^T with the same key order m
 no-op (no shuffles, no byte permutes); P.V is the same sum. Position 16h + 4t + 2j + e of each 32-key block
 of such a V^T holds key 16h + 8j + 2t + e.
 
-Numerics (identical to the Triton kernel, tile by tile; both consumers walk the same KV tiles as the
+Numerics (as the Triton kernel, tile by tile, except l under SUM_ON_TC; both consumers walk the KV tiles of the
 Triton kernel's 128-row block, with the same masked / unmasked split):
   * scores in the exp2 domain, softmax_scale * q_descale * k_descale * log2(e) folded into one qk_scale;
   * each KV tile's P is taken against the tile's own row maximum, floored at (running max - REF_FLOOR), and

@@ -6,6 +6,9 @@ descale is indexed by (batch, kv head); for a query tensor with more heads than 
 that each group of heads_q / heads_kv query heads shares the descale of its kv head.
 """
 
+import functools
+import math
+
 import torch
 
 E4M3 = torch.float8_e4m3fn
@@ -27,11 +30,14 @@ def quantize_e4m3(x, descale=None):
     """Per-tensor E4M3: returns (x_fp8, descale) with descale float32 of shape [1] on x's device.
 
     descale: a caller-given (static, calibrated) descale, a float or a one-element tensor; by default
-    amax(|x|) / 448 of this tensor. Values beyond 448 * descale saturate to +-448 (never Inf); NaN stays NaN."""
+    amax(|x|) / 448 of this tensor. Values beyond 448 * descale saturate to +-448 (never Inf); NaN stays NaN.
+    A float descale must be finite and > 0 (ValueError); a tensor one is not read back to check it (that would
+    wait for the GPU on every call of a serving loop): validate it once, where it is calibrated."""
     if descale is not None:
+        if not isinstance(descale, torch.Tensor):
+            if not (math.isfinite(float(descale)) and float(descale) > 0):
+                raise ValueError(f"descale={descale}: must be finite and > 0")
         descale = torch.as_tensor(descale, dtype=torch.float32, device=x.device).reshape(1)
-        if not bool(torch.isfinite(descale).all()) or float(descale) <= 0:
-            raise ValueError(f"descale={float(descale)}: must be finite and > 0")
         return _to_e4m3(x.detach(), descale), descale
     if x.numel() == 0:
         return x.to(E4M3), torch.ones(1, dtype=torch.float32, device=x.device)
@@ -108,10 +114,12 @@ def quantize_e4m3_per_head(x, heads_kv=None, layout="bshd"):
 # Both leave the attention output unchanged in exact arithmetic and make Q and K easier to round to e4m3
 # (measured on SmolLM2-135M by emulation: per-tensor e4m3 Q, K costs +2.5% perplexity, +0.7% after both).
 
+@functools.lru_cache(maxsize=64)
 def hadamard(head_dim, seed=0, device=None, dtype=torch.float32):
     """A random-sign Hadamard rotation [D, D] (D a power of two): diag(signs) times the Sylvester Hadamard
     matrix, divided by sqrt(D), so H H^T = I and (Q H)(K H)^T = Q K^T. Spreads each head's outlier
-    channels over all D, which is what e4m3's per-tensor scale cannot handle. `seed` fixes the signs."""
+    channels over all D, which is what e4m3's per-tensor scale cannot handle. `seed` fixes the signs. Cached
+    per (head_dim, seed, device, dtype): every layer and call reuses one matrix (do not modify it)."""
     if head_dim <= 0 or head_dim & (head_dim - 1):
         raise ValueError(f"head_dim={head_dim}: the Hadamard rotation needs a power of two")
     h = torch.ones(1, 1, dtype=torch.float64)

@@ -103,8 +103,9 @@ std::vector<TuningEntry> parse_tuning_table(std::string_view text, std::string c
 }
 
 bool entry_matches(TuningEntry const& e, std::string_view gpu, FmhaProblem const& p) {
+  // The whole name: "NVIDIA H20" is a prefix of "NVIDIA H200", and both are sm_90 parts this library runs on.
   return e.input_type == p.input_type && e.head_dim == p.head_dim && e.causal == p.causal &&
-         p.seqlen_k <= e.max_seqlen_k && gpu.find(e.gpu) != std::string_view::npos;
+         p.seqlen_k <= e.max_seqlen_k && gpu == e.gpu;
 }
 
 std::vector<TuningEntry> const& tuning_table() {

@@ -12,7 +12,7 @@
 namespace fp8attn::fmha::detail {
 
 struct TuningEntry {
-  std::string gpu;       ///< a substring of the device name
+  std::string gpu;       ///< the device name, as cuDeviceGetName gives it (e.g. "NVIDIA H200")
   DataType input_type;
   int head_dim;
   bool causal;
@@ -25,7 +25,7 @@ struct TuningEntry {
 std::vector<TuningEntry> parse_tuning_table(std::string_view text, std::string const& source,
                                             std::vector<std::string>* warnings);
 
-/// Whether the entry covers this GPU (its name contains entry.gpu) and problem bucket.
+/// Whether the entry covers this GPU (its name is entry.gpu exactly) and problem bucket.
 bool entry_matches(TuningEntry const& entry, std::string_view gpu, FmhaProblem const& problem);
 
 /// The entries the runtime uses: FP8ATTN_TUNING_FILE's (when set) before the embedded table's, without the

@@ -55,8 +55,8 @@ int main() {
       }
     }
     std::ofstream f(path);
-    f << "# a user's file\n" << kHeader << "H200,e4m3,128,0,4096," << another_instance << "\n"
-      << "H200,e4m3,128,0,8192,fp8attn_sm90_no_such_kernel\n";
+    f << "# a user's file\n" << kHeader << "NVIDIA H200,e4m3,128,0,4096," << another_instance << "\n"
+      << "NVIDIA H200,e4m3,128,0,8192,fp8attn_sm90_no_such_kernel\n";
   }
   setenv("FP8ATTN_TUNING_FILE", path.c_str(), 1);
 
@@ -95,9 +95,11 @@ int main() {
 
   // ---- matching ----
   {
-    TuningEntry e{"H200", DataType::kE4M3, 128, false, 4096, "k"};
+    TuningEntry e{"NVIDIA H200", DataType::kE4M3, 128, false, 4096, "k"};
     FmhaProblem p{1, 8, 8, 4096, 4096, 128, false, DataType::kE4M3, DataType::kBF16};
-    CHECK(detail::entry_matches(e, "NVIDIA H200", p), "substring of the device name, seqlen_k at the bound");
+    CHECK(detail::entry_matches(e, "NVIDIA H200", p), "the device name, seqlen_k at the bound");
+    TuningEntry h20{"NVIDIA H20", DataType::kE4M3, 128, false, 4096, "k"};
+    CHECK(!detail::entry_matches(h20, "NVIDIA H200", p), "an H20 entry (a prefix of the name) is not an H200's");
     p.seqlen_k = 4097;
     CHECK(!detail::entry_matches(e, "NVIDIA H200", p), "seqlen_k past the bucket");
     p.seqlen_k = 16;
@@ -110,18 +112,18 @@ int main() {
   if (another_instance.empty()) {
     std::printf("not applicable in this build: no second FP8 D=128 full instance to tune to\n");
   } else {
-    std::vector<TuningEntry> table{{"H200", DataType::kE4M3, 128, false, 8192, "fp8attn_sm90_not_compiled"},
-                                   {"H200", DataType::kE4M3, 128, false, 8192, another_instance}};
+    std::vector<TuningEntry> table{{"NVIDIA H200", DataType::kE4M3, 128, false, 8192, "fp8attn_sm90_not_compiled"},
+                                   {"NVIDIA H200", DataType::kE4M3, 128, false, 8192, another_instance}};
     auto a = fp8_args(8192, false);
     auto const* k = detail::tuned_instance(a, table, "NVIDIA H200");
     CHECK(k && k->name == another_instance, "the table's instance, past the entry naming no compiled kernel");
-    CHECK(!detail::tuned_instance(a, table, "NVIDIA H100"), "no entry for this GPU: the manifest order decides");
+    CHECK(!detail::tuned_instance(a, table, "NVIDIA H100 80GB HBM3"), "no entry for this GPU: the manifest order decides");
     auto longer = fp8_args(16384, false);
     CHECK(!detail::tuned_instance(longer, table, "NVIDIA H200"), "seqlen_k past every bucket");
     // An instance that cannot run the problem (head_dim 64 call, D=128 instance) is passed over.
     auto d64 = a;
     d64.problem.head_dim = 64;
-    std::vector<TuningEntry> wrong{{"H200", DataType::kE4M3, 64, false, 8192, another_instance}};
+    std::vector<TuningEntry> wrong{{"NVIDIA H200", DataType::kE4M3, 64, false, 8192, another_instance}};
     CHECK(!detail::tuned_instance(d64, wrong, "NVIDIA H200"), "an entry whose instance cannot run is passed over");
   }
 

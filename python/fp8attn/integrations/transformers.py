@@ -60,7 +60,7 @@ def reset_guard(threshold=0.05, every=64, rows=64):
 
 
 def guard_report():
-    """fp8_guarded mode: {layer index (or module id): {"calls", "checks", "last_error", "fallback",
+    """fp8_guarded mode: {(layer index, id of the attention module): {"calls", "checks", "last_error", "fallback",
     "triggered_at_call"}}."""
     return _guard.report()
 
@@ -103,10 +103,10 @@ def _fall_back(reason):
 
 # Keyword arguments transformers passes along that do not change what attention computes here.
 _HARMLESS_KWARGS = {"position_ids", "cache_position", "past_key_values", "past_key_value", "use_cache",
-                    "output_attentions", "layer_idx", "head_mask", "target_dtype"}
+                    "output_attentions", "layer_idx", "target_dtype"}
 
 
-def _unsupported(module, query, key, attention_mask, dropout, softcap, sliding_window, causal, kwargs):
+def _unsupported(module, query, key, value, attention_mask, dropout, softcap, sliding_window, causal, kwargs):
     """Why fp8attn cannot run this call exactly, or None."""
     if attention_mask is not None:
         return "an attention mask tensor was given (padding or a custom mask)"
@@ -129,6 +129,8 @@ def _unsupported(module, query, key, attention_mask, dropout, softcap, sliding_w
         return f"dtype {query.dtype} (fp8attn takes bfloat16 or float16 models)"
     # The types the mode runs (the guarded mode can switch a layer to BF16).
     types = {"bf16": ("bf16",), "fp8_guarded": ("e4m3", "bf16")}.get(_mode, ("e4m3",))
+    if value.shape[-1] != query.shape[-1]:
+        return f"a value head_dim ({value.shape[-1]}) other than the query's ({query.shape[-1]})"
     for qk_type in types:
         if query.shape[-1] != key.shape[-1] or (qk_type, query.shape[-1]) not in _compiled_causal():
             return f"head_dim={query.shape[-1]} in {qk_type}, for which this build has no causal instance"
@@ -148,9 +150,16 @@ def _sdpa(query, key, value, attention_mask, dropout, scaling, causal):
     # As transformers' own sdpa path: causal only without a mask and for more than one query row (a mask, when
     # given, already holds the causal part; top-left alignment is then never used).
     is_causal = causal and attention_mask is None and query.shape[2] > 1
+    gqa = key.shape[1] != query.shape[1]
+    if gqa and attention_mask is not None:
+        # As transformers' sdpa path: with a mask, enable_gqa would leave only SDPA's math backend (the whole
+        # score matrix in memory); repeating K and V keeps the fused backends.
+        group = query.shape[1] // key.shape[1]
+        key, value = key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1)
+        gqa = False
     out = torch.nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, is_causal=is_causal,
-        enable_gqa=key.shape[1] != query.shape[1])
+        enable_gqa=gqa)
     return out.transpose(1, 2)
 
 
@@ -183,15 +192,17 @@ def _guarded(module, query, key, value, scaling):
     def bf16(q, k, v):
         return _fp8attn(q, k, v, scaling, "bf16").transpose(1, 2)
 
-    layer = getattr(module, "layer_idx", None)
-    return _guard.attention(layer if layer is not None else id(module), query, key, value, fp8, bf16).transpose(1, 2)
+    # Keyed by the module itself (two models in one process, e.g. draft and target, have separate layers), with
+    # the layer index for reading the report.
+    key_ = (getattr(module, "layer_idx", None), id(module))
+    return _guard.attention(key_, query, key, value, fp8, bf16).transpose(1, 2)
 
 
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None,
                       sliding_window=None, is_causal=None, **kwargs):
     """The function transformers calls (see the module docstring): returns (out (B, S_q, H_q, D), None)."""
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
-    why = _unsupported(module, query, key, attention_mask, dropout, softcap, sliding_window, causal, kwargs)
+    why = _unsupported(module, query, key, value, attention_mask, dropout, softcap, sliding_window, causal, kwargs)
     if why is None and query.shape[2] > key.shape[2]:
         why = "more query rows than keys"  # not produced by a causal LM; SDPA defines it
     if why is not None:
