@@ -6,6 +6,8 @@
 #   sanitize   scripts/sanitize.sh: compute-sanitizer memcheck, racecheck, initcheck, synccheck (~6 min)
 #   hostbench  host overhead per call: bench/bench_host_overhead.py (Python, vs torch SDPA, with CUDA graphs)
 #              and build/bench/fp8attn_bench_host_overhead (C++), under a minute
+#   sweep      bench/sweep_gluon.py: the Gluon kernel's switches side by side on the suite's D=64 and D=128
+#              points (SWEEP_VARIANTS overrides the list), about a minute; needs no build
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +38,15 @@ if step bench; then
   PYTHONPATH=build/python timeout 300 python3 bench/bench_vs_cudnn.py --output "$OUT/bench_vs_cudnn.csv" \
     --plot "$OUT/bench_vs_cudnn.png" > "$OUT/bench.txt" 2>&1 || status=1
   tail -30 "$OUT/bench.txt"
+fi
+if step sweep; then
+  K=kernels/fmha_fwd/fmha_fwd_gluon.py
+  variants=${SWEEP_VARIANTS:-"lib=$K:KEY_PERMUTED=1 sum=$K:KEY_PERMUTED=1,SUM_ON_TC=1"}
+  args=()
+  for v in $variants; do args+=(--variant "$v"); done
+  timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims 64,128 --csv "$OUT/sweep.csv" \
+    > "$OUT/sweep.txt" 2>&1 || status=1
+  tail -50 "$OUT/sweep.txt"
 fi
 if step sanitize; then
   OUT="$OUT" scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1 || status=1
