@@ -64,7 +64,7 @@ def _stream_and_device(q):
 
 
 def _call(fn, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, return_lse, kernel_name, out, layout,
-          **extra):
+          v_key_permuted=False, **extra):
     if layout not in _LAYOUTS:
         raise ValueError(f"layout={layout!r}: expected 'bshd' ([batch, seqlen, heads, head_dim]) or 'bhsd'")
     if not isinstance(q, torch.Tensor):
@@ -79,12 +79,12 @@ def _call(fn, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, r
         lse = _allocate((b, h, s), torch.float32, q.device)
     result = fn(q, k, v, out, lse, q_descale, k_descale, v_descale, bool(causal),
                 0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
-                layout == "bhsd", **extra)
+                layout == "bhsd", bool(v_key_permuted), **extra)
     return result, out, lse
 
 
 def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
-             return_lse=False, kernel_name=None, out=None, layout="bshd"):
+             return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False):
     """Attention forward: O = softmax(Q K^T * softmax_scale) V, FP8 (e4m3) or BF16 inputs, BF16 output.
 
     q: [B, S_q, H_q, D] (layout "bshd") or [B, H_q, S_q, D] ("bhsd"); k, v: the same with S_k and H_kv,
@@ -99,6 +99,8 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     no key gets O = 0 and LSE = -inf; a row whose scores hold NaN gets NaN in O and LSE.
     kernel_name: force one compiled instance (see list_kernels()); default: the library's heuristic.
     out: optional BF16 output in q's layout and shape, written in place.
+    v_key_permuted: v is the sequence-contiguous view transpose_v(v, key_permuted=True) returned (FP8 only): the
+    call then runs no transpose of its own (for a V reused across calls).
 
     Returns O (BF16, q's layout and shape), or (O, LSE) with return_lse, LSE float32 [B, H_q, S_q] (natural
     log). Launched asynchronously on torch.cuda.current_stream(). Raises ValueError naming the argument when
@@ -107,27 +109,53 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     stream, current = _stream_and_device(q) if isinstance(q, torch.Tensor) else (0, True)
     if current:
         _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                            return_lse, kernel_name, out, layout, stream=stream, allocate=_workspace_alloc,
-                            release=_workspace_free)
+                            return_lse, kernel_name, out, layout, v_key_permuted, stream=stream,
+                            allocate=_workspace_alloc, release=_workspace_free)
     else:
         with torch.cuda.device(q.device):
             _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                                return_lse, kernel_name, out, layout, stream=stream, allocate=_workspace_alloc,
-                                release=_workspace_free)
+                                return_lse, kernel_name, out, layout, v_key_permuted, stream=stream,
+                                allocate=_workspace_alloc, release=_workspace_free)
     return (out, lse) if return_lse else out
 
 
 def select_kernel(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
-                  return_lse=False, kernel_name=None, out=None, layout="bshd"):
+                  return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False):
     """Name of the compiled instance fmha_fwd would run for these arguments (same signature, nothing runs)."""
     name, _, _ = _call(_ext.select_kernel, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                       return_lse, kernel_name, out, layout)
+                       return_lse, kernel_name, out, layout, v_key_permuted)
     return name
 
 
 def workspace_size(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
-                   return_lse=False, kernel_name=None, out=None, layout="bshd"):
+                   return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False):
     """Bytes of device workspace fmha_fwd allocates for these arguments (V^T staging, descriptors)."""
     size, _, _ = _call(_ext.workspace_size, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                       return_lse, kernel_name, out, layout)
+                       return_lse, kernel_name, out, layout, v_key_permuted)
     return size
+
+
+def transpose_v(v, *, key_permuted=False, layout="bshd"):
+    """V^T of an FP8 V, for fmha_fwd calls that reuse it (a KV cache, several query chunks against one context).
+
+    v: [B, S, H, D] ("bshd") or [B, H, S, D] ("bhsd"), float8_e4m3fn (or e5m2), head_dim contiguous. Returns a
+    sequence-contiguous view of a new V^T tensor [B, H, D, S_pad] (S_pad = S rounded up to 32, zero padding) in
+    v's layout and shape: pass it as fmha_fwd's v. With key_permuted=True the keys of each 32-key block are
+    stored in the order the Gluon kernels' P fragment uses, and fmha_fwd(..., v_key_permuted=True) then runs
+    without a transpose of its own (key_permuted=False: the plain order any FP8 instance reads, a caller's
+    sequence-contiguous V)."""
+    if layout not in _LAYOUTS:
+        raise ValueError(f"layout={layout!r}: expected 'bshd' or 'bhsd'")
+    if not isinstance(v, torch.Tensor) or v.dim() != 4:
+        raise ValueError(f"v: expected a 4-D {layout} tensor")
+    b, s, h, d = v.shape if layout == "bshd" else (v.shape[0], v.shape[2], v.shape[1], v.shape[3])
+    align = _ext.VT_SEQ_ALIGN
+    vt = torch.empty((b, h, d, (s + align - 1) // align * align), dtype=v.dtype, device=v.device)
+    stream, current = _stream_and_device(v)
+    if current:
+        _ext.transpose_v(v, vt, bool(key_permuted), layout == "bhsd", stream)
+    else:
+        with torch.cuda.device(v.device):
+            _ext.transpose_v(v, vt, bool(key_permuted), layout == "bhsd", stream)
+    view = vt[..., :s]  # [B, H, D, S]
+    return view.permute(0, 3, 1, 2) if layout == "bshd" else view.permute(0, 1, 3, 2)

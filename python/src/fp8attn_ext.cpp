@@ -159,6 +159,7 @@ struct Call {
   float softmax_scale;
   std::string const& kernel_name;
   bool bhsd;
+  bool v_key_permuted;
 };
 
 /// Builds FmhaFwd::Arguments, raising ValueError for what the Arguments cannot express. *device: q's device.
@@ -249,6 +250,7 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
   args.v_descale = descale_ref("v_descale", read("v_descale", c.v_descale), p.batch, p.heads_kv, q.device);
   args.softmax_scale = c.softmax_scale;
   args.kernel_name = c.kernel_name;
+  args.v_key_permuted = c.v_key_permuted;
   return args;
 }
 
@@ -284,6 +286,46 @@ char const* fmha_fwd(Call const& c, uintptr_t stream_handle, nb::handle allocate
   return op.kernel_name();
 }
 
+/// V [batch, seqlen, heads, head_dim] (one-byte type) -> V^T `vt` [batch, heads, head_dim, padded_seqlen],
+/// contiguous, preallocated by the caller; keys permuted within 32-key blocks when key_permuted.
+void transpose_v(nb::handle v_obj, nb::handle vt_obj, bool key_permuted, bool bhsd, uintptr_t stream_handle) {
+  TensorView v = read("v", v_obj), vt = read("vt", vt_obj);
+  check_rank("v", v, 4, bhsd ? "[batch, heads, seqlen, head_dim]" : "[batch, seqlen, heads, head_dim]");
+  check_rank("vt", vt, 4, "[batch, heads, head_dim, padded_seqlen]");
+  if (v.device < 0) raise_value_error("v: must be a CUDA tensor, got a CPU tensor");
+  check_device("vt", vt, v.device);
+  if (bhsd) to_bshd(&v);
+  if (v.dtype != fp8attn_py::kTorchE4M3 && v.dtype != fp8attn_py::kTorchE5M2) {
+    raise_value_error("v: dtype ", dtype_name(v), " is not supported; expected torch.float8_e4m3fn or float8_e5m2");
+  }
+  if (vt.dtype != v.dtype) raise_value_error("vt: dtype ", dtype_name(vt), " differs from v's ", dtype_name(v));
+  int64_t const want[4] = {v.shape[0], v.shape[2], v.shape[3], fp8attn::fmha::padded_seqlen(v.shape[1])};
+  int64_t expected_stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    if (vt.shape[i] != want[i] || (want[i] > 1 && vt.stride[i] != expected_stride)) {
+      raise_value_error("vt: shape ", shape_string(vt), " must be contiguous [", want[0], ", ", want[1], ", ", want[2],
+                        ", ", want[3], "]");
+    }
+    expected_stride *= want[i];
+  }
+  fp8attn::fmha::TransposeVArguments a;
+  a.batch = to_int("batch", v.shape[0]);
+  a.seqlen = to_int("seqlen", v.shape[1]);
+  a.heads = to_int("heads", v.shape[2]);
+  a.head_dim = to_int("head_dim", v.shape[3]);
+  a.type = v.dtype == fp8attn_py::kTorchE4M3 ? DataType::kE4M3 : DataType::kE5M2;
+  a.v = tensor_ref(v);
+  a.vt = reinterpret_cast<void*>(vt.data);
+  a.key_permuted = key_permuted;
+  fp8attn::fmha::device::TransposeV op;
+  Status status;
+  {
+    nb::gil_scoped_release unlocked;
+    status = op(a, reinterpret_cast<fp8attn::StreamHandle>(stream_handle));
+  }
+  if (!status) raise_status(status);
+}
+
 nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   nb::dict r;
   r["name"] = d.name;
@@ -311,12 +353,12 @@ nb::dict describe(fp8attn::library::FmhaDescription const& d) {
 #define FP8ATTN_CALL_PARAMS                                                                             \
   nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle lse, nb::handle q_descale,        \
       nb::handle k_descale, nb::handle v_descale, bool causal, float softmax_scale,                      \
-      std::string const& kernel_name, bool bhsd
+      std::string const& kernel_name, bool bhsd, bool v_key_permuted
 #define FP8ATTN_CALL \
-  Call { q, k, v, out, lse, q_descale, k_descale, v_descale, causal, softmax_scale, kernel_name, bhsd }
+  Call { q, k, v, out, lse, q_descale, k_descale, v_descale, causal, softmax_scale, kernel_name, bhsd, v_key_permuted }
 #define FP8ATTN_CALL_NB_ARGS                                                                               \
   "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a.none(), "q_descale"_a.none(), "k_descale"_a.none(),               \
-      "v_descale"_a.none(), "causal"_a, "softmax_scale"_a, "kernel_name"_a, "bhsd"_a
+      "v_descale"_a.none(), "causal"_a, "softmax_scale"_a, "kernel_name"_a, "bhsd"_a, "v_key_permuted"_a
 
 }  // namespace
 
@@ -347,6 +389,10 @@ NB_MODULE(_fp8attn_ext, m) {
       "`allocate(nbytes, stream)` returns its device address and `release(address)` frees it after the launch.\n"
       "Returns the name of the instance that ran.\n"
       "Raises ValueError for invalid arguments, RuntimeError for CUDA driver or internal failures.");
+
+  m.def("transpose_v", &transpose_v, "v"_a, "vt"_a, "key_permuted"_a, "bhsd"_a, "stream"_a,
+        "V -> V^T into the preallocated contiguous `vt` [batch, heads, head_dim, padded_seqlen] on `stream`;\n"
+        "keys permuted within 32-key blocks when key_permuted (what fmha_fwd's v_key_permuted reads).");
 
   m.def(
       "workspace_size",

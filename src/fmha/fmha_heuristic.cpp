@@ -63,7 +63,10 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
     // Its K and V arrive as TMA descriptors, which cannot describe an empty (possibly null) tensor.
     return fail([] { return std::string("seqlen_k=0: the gluon instance takes K and V through TMA descriptors"); });
   }
-  if (k.v_key_permuted && args.v.stride_d != 1) {
+  if (args.v_key_permuted && !k.v_key_permuted) {
+    return fail([] { return std::string("v_key_permuted=true but the instance reads V in key order (not vkperm)"); });
+  }
+  if (k.v_key_permuted && args.v.stride_d != 1 && !args.v_key_permuted) {
     return fail([&] {
       return "v.stride_d=" + std::to_string(args.v.stride_d) +
              " (V given sequence-contiguous) but the instance reads the key-permuted V^T that only fp8attn's own "

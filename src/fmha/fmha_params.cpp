@@ -214,7 +214,8 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
   };
   plan->attention_params.clear();
   if (instance.family == library::KernelFamily::kGluon) {
-    int64_t const vt_extent = w.transpose_v ? w.seqlen_pad : p.seqlen_k;
+    // The padded length where the V^T is fp8attn's own (written here, or given as v_key_permuted).
+    int64_t const vt_extent = w.transpose_v || args.v_key_permuted ? padded_seqlen(p.seqlen_k) : p.seqlen_k;
     if (Status s = pack_gluon(*driver, args, instance, v_ptr, vb, vh, vs, vt_extent, fill_common,
                               &plan->attention_params);
         !s) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fmha_internal.h"
+#include "fp8attn/fmha/device/transpose_v.h"
 
 namespace fp8attn::fmha::detail {
 namespace {
@@ -208,10 +209,23 @@ Status validate(Arguments const& args) {
   int64_t const b = p.batch, hq = p.heads_q, hkv = p.heads_kv, d = p.head_dim;
   bool const fp8 = is_fp8(p.input_type);
   int const in_bytes = size_of(p.input_type), out_bytes = size_of(p.output_type);
+  if (args.v_key_permuted && !fp8) {
+    return invalid("v_key_permuted=true but input_type=" + std::string(to_string(p.input_type)) + " (FP8 only)");
+  }
   if (Status s = check_tensor("q", args.q, p.seqlen_q, hq, d, b, in_bytes, false); !s) return s;
   if (Status s = check_tensor("k", args.k, p.seqlen_k, hkv, d, b, in_bytes, false); !s) return s;
   if (Status s = check_tensor("v", args.v, p.seqlen_k, hkv, d, b, in_bytes, fp8); !s) return s;
   if (Status s = check_tensor("o", args.o, p.seqlen_q, hq, d, b, out_bytes, false); !s) return s;
+  if (args.v_key_permuted && b > 0 && p.seqlen_k > 0) {
+    if (args.v.stride_s != 1 || args.v.stride_d == 1) {
+      return invalid("v_key_permuted=true needs v sequence-contiguous (stride_s=1), got v.stride_s=" +
+                     num(args.v.stride_s) + ", v.stride_d=" + num(args.v.stride_d));
+    }
+    if (args.v.stride_d < padded_seqlen(p.seqlen_k)) {
+      return invalid("v_key_permuted=true needs rows of padded_seqlen(seqlen_k)=" + num(padded_seqlen(p.seqlen_k)) +
+                     " elements (whole 32-key blocks), but v.stride_d=" + num(args.v.stride_d));
+    }
+  }
   if (b > 0 && p.seqlen_q > 0) {
     if (Status s = check_output_overlap(args.o, p); !s) return s;
   }

@@ -262,6 +262,38 @@ int main() {
       expect_error(forced, StatusCode::kErrorNotSupported, "v.stride_d=1024", "vkperm forced on a sequence-contiguous V",
                    {&kFp8GluonKeyPermuted});
     }
+    // ... unless the caller says it is a key-permuted V^T (TransposeV with key_permuted): then vkperm reads it
+    // in place, no transpose, and only vkperm may.
+    auto kp = a;
+    kp.v_key_permuted = true;
+    expect_ok(kp, "v_key_permuted V^T", {&kFp8GluonKeyPermuted});
+    if (applicable("v_key_permuted selects vkperm, no workspace V^T", {&kFp8GluonKeyPermuted})) {
+      CHECK(contains(selected(kp), "_vkperm_gluon"), "v_key_permuted selected " + selected(kp));
+      CHECK(Fmha::get_workspace_size(kp) + size_t(2) * 2 * 128 * 1024 <= with_transpose, "no V^T copy");
+      auto plain = kp;
+      plain.kernel_name = "fp8attn_sm90_fmha_fwd_e4m3_e4m3_f32_bf16_128x128x128_w4_s2_strided_full_gluon";
+      if (fp8attn::library::find_fmha_operation(plain.kernel_name)) {
+        expect_error(plain, StatusCode::kErrorNotSupported, "not vkperm", "v_key_permuted on a plain instance",
+                     {&kFp8GluonKeyPermuted});
+      }
+    }
+    auto bad = kp;
+    bad.problem.input_type = DataType::kBF16;
+    bad.problem.output_type = DataType::kBF16;
+    expect_error(bad, StatusCode::kErrorInvalidProblem, "v_key_permuted=true but input_type=bf16",
+                 "v_key_permuted with BF16");
+    auto natural = valid_fp8(2, 8, 1024);
+    natural.v_key_permuted = true;
+    expect_error(natural, StatusCode::kErrorInvalidProblem, "needs v sequence-contiguous (stride_s=1)",
+                 "v_key_permuted with a head_dim-contiguous V");
+    auto short_rows = kp;
+    short_rows.problem.seqlen_k = 1000;
+    short_rows.k = TensorRef::packed(fake(0x200000), Layout::kBHSD, 1000, 2, 128);
+    short_rows.v.stride_d = 1008;  // a 16-aligned row, not whole 32-key blocks
+    short_rows.v.stride_h = 128 * 1008;
+    short_rows.v.stride_b = 2 * 128 * 1008;
+    expect_error(short_rows, StatusCode::kErrorInvalidProblem, "padded_seqlen(seqlen_k)=1024",
+                 "v_key_permuted rows shorter than whole 32-key blocks");
   }
   {
     auto a = valid_fp8(1, 4, 0);  // zero-length sequences: a defined no-op, pointers may be null

@@ -78,6 +78,11 @@ class FmhaFwd {
     DescaleRef v_descale;
     float softmax_scale = 0.0f;  ///< 0 selects 1/sqrt(head_dim)
     std::string kernel_name;     ///< empty: the heuristic picks; otherwise this exact instance
+    /// FP8 only: v is the sequence-contiguous view of a V^T that TransposeV wrote with key_permuted = true
+    /// (stride_s == 1, rows of padded_seqlen(seqlen_k) or more elements, zeros past seqlen_k). The attention
+    /// kernel then reads it as it is: no transpose at run(), e.g. for a V reused across calls or produced
+    /// transposed by a quantization pass. Only the "vkperm" instances read this order.
+    bool v_key_permuted = false;
   };
 
   /// Checks every argument against the compiled instances; the message names the argument and value.
