@@ -4,6 +4,9 @@ Providers, on the standard prefill suite, bench/suites/standard.csv (the one def
 too: fp8attn_profiler --suite=standard; 32768 tokens per problem, H_q * D = 4096, plus GQA 64/8):
   fp8attn-fp8   the Python module (heuristic pick), e4m3 inputs with per-tensor descales, BF16 output
   fp8attn-bf16  the same with BF16 inputs (compared with cudnn-bf16: the issue's BF16 target)
+  fp8attn-fp8-vt  fp8attn-fp8 with V^T made once outside the timed calls (fp8attn.transpose_v(key_permuted=True),
+                fmha_fwd(v_key_permuted=True)): the attention kernel alone, what a quantization pass that writes
+                V^T directly gives; informational, the ratio columns use fp8attn-fp8
   cudnn-fp8     cuDNN FP8 attention through JAX (jax._src.cudnn.fused_attention_stablehlo, use_fp8=True,
                 BNTH), in a separate process with XLA_PYTHON_CLIENT_PREALLOCATE=false; its output is e4m3
                 (scale_o set from amax_o for the error column); a failure is recorded and the run goes on
@@ -38,7 +41,7 @@ import sys
 import tempfile
 import time
 
-PROVIDERS = ["fp8attn-fp8", "cudnn-fp8", "fp8attn-bf16", "cudnn-bf16", "flash-bf16"]
+PROVIDERS = ["fp8attn-fp8", "fp8attn-fp8-vt", "cudnn-fp8", "fp8attn-bf16", "cudnn-bf16", "flash-bf16"]
 # (provider, its reference): the ratio columns of the table and the CSV.
 RATIOS = [("fp8attn-fp8", "cudnn-fp8"), ("fp8attn-bf16", "cudnn-bf16")]
 E4M3_MAX = 448.0
@@ -317,7 +320,7 @@ def run_torch_providers(cfg, args, seed):
     v = torch.randn(shape_kv, generator=gen, device="cuda", dtype=torch.bfloat16)
 
     # fp8attn, FP8 (BSHD, its native layout; quantized per tensor) and BF16 (the same BSHD copies).
-    for provider, fp8 in (("fp8attn-fp8", True), ("fp8attn-bf16", False)):
+    for provider, fp8 in (("fp8attn-fp8", True), ("fp8attn-fp8-vt", True), ("fp8attn-bf16", False)):
         rec = {}
         try:
             qb, kb, vb = (x.transpose(1, 2).contiguous() for x in (q, k, v))
@@ -325,8 +328,13 @@ def run_torch_providers(cfg, args, seed):
                 (q8, qd), (k8, kd), (v8, vd) = (fp8attn.quantize_e4m3(x) for x in (qb, kb, vb))
                 kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=cfg.causal)
                 descales = (float(qd), float(kd), float(vd))
+                v_err = v8  # the reference reads V in key order
+                if provider.endswith("-vt"):
+                    v8 = fp8attn.transpose_v(v8, key_permuted=True)
+                    kw["v_key_permuted"] = True
             else:
                 q8, k8, v8 = qb, kb, vb
+                v_err = v8
                 kw = dict(causal=cfg.causal)
                 descales = (1.0, 1.0, 1.0)
             o8 = torch.empty(q8.shape, dtype=torch.bfloat16, device="cuda")
@@ -335,8 +343,8 @@ def run_torch_providers(cfg, args, seed):
             if not args.no_error:
                 fp8attn.fmha_fwd(q8, k8, v8, out=o8, **kw)
                 t = (lambda x: x.transpose(1, 2))
-                rec["error"] = slice_error(t(o8), t(q8), t(k8), t(v8), cfg.causal, descales)
-            del q8, k8, v8, o8, qb, kb, vb
+                rec["error"] = slice_error(t(o8), t(q8), t(k8), t(v_err), cfg.causal, descales)
+            del q8, k8, v8, v_err, o8, qb, kb, vb
         except Exception as e:  # noqa: BLE001
             rec["failure"] = f"{type(e).__name__}: {e}"[:600]
         out[provider] = rec
