@@ -387,7 +387,7 @@ def tflops(cfg, rec):
 
 
 def print_table(configs, results):
-    head = f"{'config':<28}" + "".join(f"{p:>14}" for p in PROVIDERS) + "".join(
+    head = f"{'config':<28}" + "".join(f"{p:>16}" for p in PROVIDERS) + "".join(
         f"{a.split('-')[1] + ' ratio':>12}" for a, _ in RATIOS)
     print("\nTFLOP/s (error vs float64 on a slice in brackets)")
     print(head)
@@ -396,7 +396,7 @@ def print_table(configs, results):
         line = f"{cfg.name:<28}"
         for p in PROVIDERS:
             t = tflops(cfg, results[cfg.name].get(p))
-            line += f"{t:14.1f}" if t is not None else f"{'failed':>14}"
+            line += f"{t:16.1f}" if t is not None else f"{'failed':>16}"
         for mine, ref in RATIOS:
             a = tflops(cfg, results[cfg.name].get(mine))
             b = tflops(cfg, results[cfg.name].get(ref))
@@ -404,7 +404,7 @@ def print_table(configs, results):
         print(line)
         errs = [results[cfg.name].get(p, {}).get("error") for p in PROVIDERS]
         if any(e is not None for e in errs):
-            print(f"{'':<28}" + "".join(f"{f'[{e:.2e}]':>14}" if e is not None else f"{'':>14}" for e in errs))
+            print(f"{'':<28}" + "".join(f"{f'[{e:.2e}]':>16}" if e is not None else f"{'':>16}" for e in errs))
     for cfg in configs:
         for p in PROVIDERS:
             rec = results[cfg.name].get(p, {})

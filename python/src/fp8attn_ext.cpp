@@ -96,10 +96,10 @@ TensorView read(char const* name, nb::handle h) {
   return v;
 }
 
-/// Every tensor must live on the same CUDA device; q fixes which.
-void check_device(char const* name, TensorView const& t, int device) {
+/// Every tensor must live on the same CUDA device; `reference` (q for attention) fixes which.
+void check_device(char const* name, TensorView const& t, int device, char const* reference = "q") {
   if (t.device < 0) raise_value_error(name, ": must be a CUDA tensor, got a CPU tensor");
-  if (t.device != device) raise_value_error(name, ": is on cuda:", t.device, " but q is on cuda:", device);
+  if (t.device != device) raise_value_error(name, ": is on cuda:", t.device, " but ", reference, " is on cuda:", device);
 }
 
 void check_rank(char const* name, TensorView const& t, int rank, char const* what) {
@@ -293,7 +293,7 @@ void transpose_v(nb::handle v_obj, nb::handle vt_obj, bool key_permuted, bool bh
   check_rank("v", v, 4, bhsd ? "[batch, heads, seqlen, head_dim]" : "[batch, seqlen, heads, head_dim]");
   check_rank("vt", vt, 4, "[batch, heads, head_dim, padded_seqlen]");
   if (v.device < 0) raise_value_error("v: must be a CUDA tensor, got a CPU tensor");
-  check_device("vt", vt, v.device);
+  check_device("vt", vt, v.device, "v");
   if (bhsd) to_bshd(&v);
   if (v.dtype != fp8attn_py::kTorchE4M3 && v.dtype != fp8attn_py::kTorchE5M2) {
     raise_value_error("v: dtype ", dtype_name(v), " is not supported; expected torch.float8_e4m3fn or float8_e5m2");

@@ -95,6 +95,7 @@ size_t FmhaFwd::get_workspace_size(Arguments const& args) {
 
 Status FmhaFwd::select_kernel(Arguments const& args, std::string* name) {
   KernelInstance const* instance = nullptr;
+  if (Status s = detail::validate(args); !s) return s;  // a name is only given for arguments that can run
   Status s = detail::select_instance(args, &instance);
   if (s && name) *name = instance->name;
   return s;

@@ -63,7 +63,7 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
     // Its K and V arrive as TMA descriptors, which cannot describe an empty (possibly null) tensor.
     return fail([] { return std::string("seqlen_k=0: the gluon instance takes K and V through TMA descriptors"); });
   }
-  if (args.v_key_permuted && !k.v_key_permuted) {
+  if (args.v_key_permuted && !k.v_key_permuted && p.batch > 0 && p.seqlen_k > 0) {
     return fail([] { return std::string("v_key_permuted=true but the instance reads V in key order (not vkperm)"); });
   }
   if (k.v_key_permuted && args.v.stride_d != 1 && !args.v_key_permuted) {
@@ -101,12 +101,18 @@ KernelInstance const* find_transpose_instance(int head_dim, bool key_permuted, s
 
 KernelInstance const* tuned_instance(Arguments const& args, std::vector<TuningEntry> const& table,
                                     std::string_view gpu) {
+  // Only the first matching entry (the smallest bucket holding seqlen_k): when its instance cannot run this
+  // call (LSE asked for, a length the instance excludes), the manifest order decides, never an entry measured
+  // for other lengths.
   for (TuningEntry const& e : table) {
     if (!entry_matches(e, gpu, args.problem)) continue;
     for (size_t i = 0; i < kNumKernelInstances; ++i) {
       KernelInstance const& k = *kKernelInstances[i];
-      if (k.kind == OperationKind::kFmhaFwd && e.kernel == k.name && instance_supports(k, args, nullptr)) return &k;
+      if (k.kind == OperationKind::kFmhaFwd && e.kernel == k.name) {
+        return instance_supports(k, args, nullptr) ? &k : nullptr;
+      }
     }
+    return nullptr;
   }
   return nullptr;
 }
@@ -129,8 +135,9 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
                   "kernel_name=" + args.kernel_name + " is not compiled in this build (list: fp8attn_profiler --list)");
   }
   // The tuning table first, when it has entries and a driver says which GPU this is (nothing otherwise: an
-  // empty table costs one branch).
-  if (std::vector<TuningEntry> const& table = tuning_table(); !table.empty()) {
+  // empty table costs one branch), except for calls small enough that one launch beats two (the pass below).
+  bool const tiny = prefers_single_launch(args);
+  if (std::vector<TuningEntry> const& table = tuning_table(); !table.empty() && !tiny) {
     fp8attn::detail::CudaDriver const* driver = nullptr;
     std::string gpu;
     if (fp8attn::detail::cuda_driver(&driver) && fp8attn::detail::device_name(*driver, &gpu)) {
@@ -143,7 +150,6 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
   // Two passes in manifest order: the single-launch "vnat" instances (V transposed on chip) only for calls
   // small enough to be bound by launch latency, everything else otherwise (vnat's throughput is 2.4-3x lower;
   // codegen/manifest.py has the numbers).
-  bool const tiny = prefers_single_launch(args);
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < kNumKernelInstances; ++i) {
       KernelInstance const& k = *kKernelInstances[i];
@@ -160,7 +166,9 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
   return Status(StatusCode::kErrorNotSupported,
                 std::string("no compiled instance for input_type=") + to_string(p.input_type) +
                     " output_type=" + to_string(p.output_type) + " head_dim=" + std::to_string(p.head_dim) +
-                    " causal=" + (p.causal ? "true" : "false") + " (FP8ATTN_KERNELS filtered it out of this build?)");
+                    " causal=" + (p.causal ? "true" : "false") +
+                    (args.v_key_permuted ? " v_key_permuted=true (only the vkperm instances read it)" : "") +
+                    " (FP8ATTN_KERNELS filtered it out of this build?)");
 }
 
 }  // namespace fp8attn::fmha::detail

@@ -294,6 +294,14 @@ int main() {
     short_rows.v.stride_b = 2 * 128 * 1008;
     expect_error(short_rows, StatusCode::kErrorInvalidProblem, "padded_seqlen(seqlen_k)=1024",
                  "v_key_permuted rows shorter than whole 32-key blocks");
+    // Nothing of V is read: the flag changes nothing (O = 0, LSE = -inf rows, or a no-op).
+    auto no_keys = kp;
+    no_keys.problem.seqlen_k = 0;
+    no_keys.k.ptr = no_keys.v.ptr = nullptr;
+    expect_ok(no_keys, "v_key_permuted with seqlen_k = 0", {&kFp8Base});
+    auto no_batch = kp;
+    no_batch.problem.batch = 0;
+    expect_ok(no_batch, "v_key_permuted with batch = 0", {&kFp8Base});
   }
   {
     auto a = valid_fp8(1, 4, 0);  // zero-length sequences: a defined no-op, pointers may be null

@@ -112,13 +112,19 @@ int main() {
   if (another_instance.empty()) {
     std::printf("not applicable in this build: no second FP8 D=128 full instance to tune to\n");
   } else {
-    std::vector<TuningEntry> table{{"NVIDIA H200", DataType::kE4M3, 128, false, 8192, "fp8attn_sm90_not_compiled"},
-                                   {"NVIDIA H200", DataType::kE4M3, 128, false, 8192, another_instance}};
+    std::vector<TuningEntry> table{{"NVIDIA H200", DataType::kE4M3, 128, false, 8192, another_instance},
+                                   {"NVIDIA H200", DataType::kE4M3, 128, false, 16384, "fp8attn_sm90_not_compiled"}};
     auto a = fp8_args(8192, false);
     auto const* k = detail::tuned_instance(a, table, "NVIDIA H200");
-    CHECK(k && k->name == another_instance, "the table's instance, past the entry naming no compiled kernel");
+    CHECK(k && k->name == another_instance, "the table's instance for its bucket");
+    // Only the first bucket holding seqlen_k counts: when it cannot be used, the manifest order decides, never
+    // an entry measured for longer lengths.
+    std::vector<TuningEntry> first_unusable{
+        {"NVIDIA H200", DataType::kE4M3, 128, false, 8192, "fp8attn_sm90_not_compiled"},
+        {"NVIDIA H200", DataType::kE4M3, 128, false, 16384, another_instance}};
+    CHECK(!detail::tuned_instance(a, first_unusable, "NVIDIA H200"), "no fall-through to another bucket's entry");
     CHECK(!detail::tuned_instance(a, table, "NVIDIA H100 80GB HBM3"), "no entry for this GPU: the manifest order decides");
-    auto longer = fp8_args(16384, false);
+    auto longer = fp8_args(32768, false);
     CHECK(!detail::tuned_instance(longer, table, "NVIDIA H200"), "seqlen_k past every bucket");
     // An instance that cannot run the problem (head_dim 64 call, D=128 instance) is passed over.
     auto d64 = a;

@@ -56,9 +56,11 @@ int main() {
       row(8192, true, "instance", "mha_only", 0.50), row(8192, true, "instance", "both", 0.95),
       row(8192, true, "fp8attn", "pick_c", 2.00, "passed", 8), row(8192, true, "instance", "pick_c", 2.00, "passed", 8),
       row(8192, true, "instance", "both", 1.90, "passed", 8),
-      // S=16384 causal: the two problems' picks differ -> no row.
+      // S=16384 causal: the two problems' picks differ -> no row, and no row for longer causal lengths either
+      // (S=32768 would otherwise cover 16384 at lookup).
       row(16384, true, "fp8attn", "pick_c", 1.00), row(16384, true, "instance", "pick_c", 1.00),
       row(16384, true, "fp8attn", "pick_g", 2.00, "passed", 8), row(16384, true, "instance", "pick_g", 2.00, "passed", 8),
+      row(32768, true, "fp8attn", "pick_c", 1.00), row(32768, true, "instance", "pick_c", 1.00),
   };
   std::string const text = fp8attn::profiler::tuning_table_text(rows, "NVIDIA H200");
   CHECK(has(text, "gpu,input_type,head_dim,causal,max_seqlen_k,kernel"), "header");
@@ -70,6 +72,7 @@ int main() {
   CHECK(has(text, g + "1,8192,both"), "totals over the key's problems, only instances measured on all of them");
   CHECK(text.find("wrong") == std::string::npos && text.find("mha_only") == std::string::npos, "never chosen");
   CHECK(text.find(",16384,") == std::string::npos, "no row where the problems' picks differ");
+  CHECK(text.find(",32768,") == std::string::npos, "no row after a skipped length of the same (type, D, causal)");
   CHECK(text.find(",512,short") < text.find(",2048,faster") && text.find(",2048,faster") < text.find(",4096,"),
         "seqlen_k ascending within a (type, D, causal)");
 

@@ -53,11 +53,19 @@ std::string tuning_table_text(std::vector<Row> const& rows, std::string const& g
       "by more than " + std::to_string(static_cast<int>(margin * 100 + 0.5)) +
       "%, else the pick. Use with FP8ATTN_TUNING_FILE=<this file>.\n"
       "gpu,input_type,head_dim,causal,max_seqlen_k,kernel\n";
+  // The runtime takes the first row whose max_seqlen_k holds seqlen_k, so a length without a row would be covered
+  // by the next longer one: after a skipped length, a (type, head_dim, causal) gets no more rows (the manifest
+  // order decides there).
+  std::set<std::tuple<int, int, int>> stopped;
   for (auto const& [key, g] : groups) {  // std::map: seqlen_k ascending within a (type, head_dim, causal)
-    if (g.picks.size() != 1 || g.picks.begin()->empty()) continue;
-    std::string const& pick = *g.picks.begin();
+    std::tuple<int, int, int> const family{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+    if (stopped.count(family)) continue;
+    std::string const pick = g.picks.size() == 1 ? *g.picks.begin() : std::string();
     auto const pick_total = g.total.find(pick);
-    if (pick_total == g.total.end() || g.count.at(pick) != g.problems) continue;
+    if (pick.empty() || pick_total == g.total.end() || g.count.at(pick) != g.problems) {
+      stopped.insert(family);
+      continue;
+    }
     std::string chosen = pick;
     double best = pick_total->second;
     for (auto const& [name, total] : g.total) {

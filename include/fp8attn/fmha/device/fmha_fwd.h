@@ -79,9 +79,11 @@ class FmhaFwd {
     float softmax_scale = 0.0f;  ///< 0 selects 1/sqrt(head_dim)
     std::string kernel_name;     ///< empty: the heuristic picks; otherwise this exact instance
     /// FP8 only: v is the sequence-contiguous view of a V^T that TransposeV wrote with key_permuted = true
-    /// (stride_s == 1, rows of padded_seqlen(seqlen_k) or more elements, zeros past seqlen_k). The attention
-    /// kernel then reads it as it is: no transpose at run(), e.g. for a V reused across calls or produced
-    /// transposed by a quantization pass. Only the "vkperm" instances read this order.
+    /// (stride_s == 1, rows of padded_seqlen(seqlen_k) or more elements). The attention kernel then reads it as
+    /// it is: no transpose at run(), e.g. for a V reused across calls or produced transposed by a quantization
+    /// pass. Only the "vkperm" instances read this order. In the last 32-key block, the positions whose key is
+    /// >= seqlen_k must hold finite values (TransposeV writes zeros there; they meet P = 0, and 0 * NaN is NaN);
+    /// note that they are not the row's last positions: position 16h + 4t + 2j + e holds key 16h + 8j + 2t + e.
     bool v_key_permuted = false;
   };
 
