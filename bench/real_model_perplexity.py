@@ -147,7 +147,7 @@ def main():
                   f"{'  [SDPA fallbacks: ' + rows[-1]['fallbacks'] + ']' if rows[-1]['fallbacks'] else ''}",
                   flush=True)
     base = {r["window"]: r["perplexity"] for r in rows if r["mode"] == "sdpa"}
-    print(f"\n| attention | " + " | ".join(f"ppl, window {w} | change" for w in windows) + " |")
+    print("\n| attention | " + " | ".join(f"ppl, window {w} | change" for w in windows) + " |")
     print("|---|" + "---|---|" * len(windows))
     for mode in modes:
         cells = []
