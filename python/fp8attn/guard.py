@@ -2,7 +2,7 @@
 in BF16 and compared with the FP8 output; when the relative error of those rows exceeds `threshold`, that key
 runs BF16 from then on (sticky), and the event is counted.
 
-    guard = QualityGuard(threshold=0.05, every=64, rows=64)
+    guard = QualityGuard(threshold=0.15, every=64, rows=64)
     out = guard.attention(layer_key, q, k, v, fp8_attention, bf16_attention)
     guard.report()   # {key: {"calls", "checks", "last_error", "fallback", "triggered_at_call"}}
 
@@ -17,6 +17,10 @@ What it catches: a quantization that goes wrong for a layer's inputs as a whole 
 offset, a range change), seen in the sampled rows. What it cannot: an error confined to rows it did not
 sample, a change between two checks (it reacts at the next check), or an error the BF16 path shares. Its cost:
 one BF16 call on `rows` query rows every `every` calls, a norm and a 4-byte copy.
+
+The default threshold, 15% relative L2 error of the sampled rows, sits above what FP8 attention gives on
+ordinary inputs (about 5% on Gaussian data at D=128, a few % in a model's layers) and below a quantization that
+has gone wrong (tens of %).
 """
 
 import dataclasses
@@ -35,7 +39,7 @@ class _KeyState:
 
 
 class QualityGuard:
-    def __init__(self, threshold=0.05, every=64, rows=64):
+    def __init__(self, threshold=0.15, every=64, rows=64):
         if not threshold > 0:
             raise ValueError(f"threshold={threshold}: must be > 0")
         if every < 1 or rows < 1:

@@ -75,12 +75,15 @@ def test_guard_on_the_kernels():
     torch.manual_seed(0)
     shape = (1, 4, 512, 128)
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    g = QualityGuard(threshold=0.05, every=1, rows=64)
+    # FP8 vs BF16 on Gaussian inputs differs by ~5% (emulated: 0.050-0.053 on the last 64 rows): the guard's
+    # default threshold (0.15) sits between that and a broken quantization (~1.0 below).
+    g = QualityGuard(threshold=0.15, every=1, rows=64)
     for _ in range(3):
         g.attention("good", q, k, v, fp8, bf16)
     torch.cuda.synchronize()
     g.attention("good", q, k, v, fp8, bf16)
-    assert not g.report()["good"]["fallback"], g.report()
+    good = g.report()["good"]
+    assert not good["fallback"] and 0 < good["last_error"] < 0.15, good
     kb = (k.float() * 0.5 + 40.0).to(torch.bfloat16)
     qb = q.clone()
     qb[..., :4] *= 30
@@ -89,4 +92,4 @@ def test_guard_on_the_kernels():
     torch.cuda.synchronize()
     g.attention("bad", qb, kb, v, fp8, bf16)
     r = g.report()["bad"]
-    assert r["fallback"] and r["last_error"] > 0.05, r
+    assert r["fallback"] and r["last_error"] > 0.15, r
