@@ -24,6 +24,7 @@ head dim) are declared by the operation (`requires`) and added to any selection 
 
 from operations import module_of, name_of
 from operations.fmha_fwd import FmhaConfig
+from operations.quantize import QuantizeConfig
 from operations.transpose_v import TransposeConfig
 
 HEAD_DIMS = (64, 128, 256)
@@ -73,6 +74,14 @@ def _default_instances():
     # key-permuted V^T the vkperm gluon instances read (D=128, the gluon kernel's head dim).
     rows += [TransposeConfig("u8", 128, d, 4) for d in HEAD_DIMS]
     rows += [TransposeConfig("u8", 128, 128, 4, key_permuted=True)]
+    # Quantization (kernels/quantize/quantize_triton.py): BF16 in, e4m3 and int8 out, 64-token blocks (the
+    # per-block granularity measured on SmolLM2 by emulation: INT8 Q, K with 64-token blocks and K smoothing
+    # +0.17% perplexity). 8 warps at D=256 keep the [64, 256] float32 tile at 64 registers a thread.
+    # The stats and reduce stages come with them (operations/quantize.py: requires).
+    rows += [QuantizeConfig("apply", "bf16", out, 64, d, 8 if d == 256 else 4)
+             for out in ("e4m3", "i8") for d in HEAD_DIMS]
+    # V^T in the vkperm attention instances' key order, written by the quantization itself (no transpose).
+    rows += [QuantizeConfig("apply", "bf16", "e4m3", 64, 128, 4, key_permuted=True)]
     return rows
 
 
@@ -93,6 +102,9 @@ def _extra_instances():
     rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
     rows += [TransposeConfig("u8", 128, 64, 4, key_permuted=True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
+    rows += [QuantizeConfig("apply", "f16", out, 64, d, 8 if d == 256 else 4)
+             for out in ("e4m3", "i8") for d in HEAD_DIMS]
+    rows += [QuantizeConfig("apply", "bf16", "e4m3", 64, 64, 4, key_permuted=True)]
     return rows
 
 

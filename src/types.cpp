@@ -9,12 +9,14 @@ char const* to_string(DataType type) {
     case DataType::kBF16: return "bf16";
     case DataType::kF16: return "f16";
     case DataType::kF32: return "f32";
+    case DataType::kI8: return "i8";
   }
   return "unknown";
 }
 
 std::optional<DataType> parse_data_type(std::string_view name) {
-  for (DataType t : {DataType::kE4M3, DataType::kE5M2, DataType::kBF16, DataType::kF16, DataType::kF32}) {
+  for (DataType t : {DataType::kE4M3, DataType::kE5M2, DataType::kBF16, DataType::kF16, DataType::kF32,
+                     DataType::kI8}) {
     if (name == to_string(t)) return t;
   }
   return std::nullopt;
@@ -23,7 +25,8 @@ std::optional<DataType> parse_data_type(std::string_view name) {
 int size_of(DataType type) {
   switch (type) {
     case DataType::kE4M3:
-    case DataType::kE5M2: return 1;
+    case DataType::kE5M2:
+    case DataType::kI8: return 1;
     case DataType::kBF16:
     case DataType::kF16: return 2;
     case DataType::kF32: return 4;

@@ -10,7 +10,7 @@ struct CUstream_st;  // CUDA's stream type (cudaStream_t and CUstream are both C
 
 namespace fp8attn {
 
-enum class DataType { kE4M3, kE5M2, kBF16, kF16, kF32 };
+enum class DataType { kE4M3, kE5M2, kBF16, kF16, kF32, kI8 };  ///< kI8: symmetric int8 (quantize's INT8 Q, K)
 
 /// Short name used in kernel names and on the command line: "e4m3", "bf16", ...
 char const* to_string(DataType type);

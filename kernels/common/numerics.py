@@ -22,3 +22,23 @@ REF_FLOOR = 64.0
 
 # Finite "minus infinity" for the running maximum: fully masked rows never compute (-inf) - (-inf).
 NEG_BIG = -1.0e30
+
+# Largest INT8 magnitude used by the symmetric INT8 quantizer (-127..127; -128 is never produced).
+INT8_MAX = 127.0
+
+# The random-sign Hadamard rotation's signs: sign(i) = +1 or -1 from bit 0 of hash(seed, i), a 32-bit integer
+# hash computed the same way by the quantize kernel (kernels/quantize/quantize_triton.py) and by Python
+# (python/fp8attn/quant.py), so Q and K rotated by either agree exactly.
+HASH_SEED_MUL = 0x9E3779B1
+HASH_INDEX_MUL = 0x85EBCA77
+HASH_MIX_MUL = 0x2C1B3C6D
+
+
+def hadamard_sign(seed, i):
+    """+1 or -1: the sign of row i of the random-sign Hadamard rotation for `seed` (plain integers)."""
+    mask = 0xFFFFFFFF
+    h = ((seed & mask) * HASH_SEED_MUL + i * HASH_INDEX_MUL) & mask
+    h ^= h >> 15
+    h = (h * HASH_MIX_MUL) & mask
+    h ^= h >> 12
+    return 1 - 2 * (h & 1)

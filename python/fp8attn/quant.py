@@ -118,16 +118,27 @@ def quantize_e4m3_per_head(x, heads_kv=None, layout="bshd"):
 def hadamard(head_dim, seed=0, device=None, dtype=torch.float32):
     """A random-sign Hadamard rotation [D, D] (D a power of two): diag(signs) times the Sylvester Hadamard
     matrix, divided by sqrt(D), so H H^T = I and (Q H)(K H)^T = Q K^T. Spreads each head's outlier
-    channels over all D, which is what e4m3's per-tensor scale cannot handle. `seed` fixes the signs. Cached
+    channels over all D, which is what e4m3's per-tensor scale cannot handle. `seed` fixes the signs
+    (hadamard_sign, as fp8attn.quantize(..., rotate=True, seed=) computes them on the GPU). Cached
     per (head_dim, seed, device, dtype): every layer and call reuses one matrix (do not modify it)."""
     if head_dim <= 0 or head_dim & (head_dim - 1):
         raise ValueError(f"head_dim={head_dim}: the Hadamard rotation needs a power of two")
     h = torch.ones(1, 1, dtype=torch.float64)
     while h.shape[0] < head_dim:
         h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
-    generator = torch.Generator().manual_seed(seed)
-    signs = torch.randint(0, 2, (head_dim,), generator=generator, dtype=torch.float64) * 2 - 1
+    signs = torch.tensor([hadamard_sign(seed, i) for i in range(head_dim)], dtype=torch.float64)
     return (signs[:, None] * h / head_dim ** 0.5).to(device=device, dtype=dtype)
+
+
+def hadamard_sign(seed, i):
+    """+1 or -1 from bit 0 of a 32-bit hash of (seed, i): the signs the library's quantize kernel computes
+    (the same function as kernels/common/numerics.py's, which tests compare with this one)."""
+    mask = 0xFFFFFFFF
+    h = ((seed & mask) * 0x9E3779B1 + i * 0x85EBCA77) & mask
+    h ^= h >> 15
+    h = (h * 0x2C1B3C6D) & mask
+    h ^= h >> 12
+    return 1 - 2 * (h & 1)
 
 
 def smooth_keys(k, layout="bshd"):

@@ -20,10 +20,12 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "fp8attn/fmha/device/fmha_fwd.h"
 #include "fp8attn/fmha/device/transpose_v.h"
 #include "fp8attn/library/operation.h"
+#include "fp8attn/quant/device/quantize.h"
 #include "fp8attn/status.h"
 #include "fp8attn/types.h"
 #include "torch_tensor.h"
@@ -84,7 +86,7 @@ std::string shape_string(TensorView const& t) {
 
 char const* dtype_name(TensorView const& t) {
   static char const* const names[] = {"torch.float8_e4m3fn", "torch.float8_e5m2", "torch.bfloat16", "torch.float16",
-                                      "torch.float32"};
+                                      "torch.float32", "torch.int8"};
   return t.dtype >= 0 ? names[t.dtype] : "an unsupported dtype";
 }
 
@@ -259,11 +261,11 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
 /// Runs attention forward on `stream`. When a workspace is needed, `allocate(nbytes, stream)` returns its
 /// device address (an int; torch's caching allocator, stream-ordered) and `release(address)` is called once
 /// the launches are queued, whatever happened. Returns the name of the instance that ran.
-char const* fmha_fwd(Call const& c, uintptr_t stream_handle, nb::handle allocate, nb::handle release) {
-  int device = 0;
-  FmhaFwd::Arguments const args = make_arguments(c, &device);
-  if (Status s = FmhaFwd::can_implement(args); !s) raise_status(s);
-  size_t const needed = FmhaFwd::get_workspace_size(args);
+/// op.initialize(args, workspace) + op.run() with a workspace of `needed` bytes from allocate/release (none when
+/// 0), the GIL released around them; raises on failure.
+template <typename Op>
+void initialize_and_run(Op& op, typename Op::Arguments const& args, size_t needed, uintptr_t stream_handle,
+                        nb::handle allocate, nb::handle release) {
   nb::object workspace;
   void* workspace_ptr = nullptr;
   if (needed > 0) {
@@ -271,7 +273,6 @@ char const* fmha_fwd(Call const& c, uintptr_t stream_handle, nb::handle allocate
     workspace_ptr = reinterpret_cast<void*>(nb::cast<uintptr_t>(workspace));
   }
   auto stream = reinterpret_cast<fp8attn::StreamHandle>(stream_handle);
-  FmhaFwd op;
   Status status;
   {
     // Module loading and launching touch no Python object; the tensors stay referenced by the caller.
@@ -283,6 +284,14 @@ char const* fmha_fwd(Call const& c, uintptr_t stream_handle, nb::handle allocate
   // them on this stream.
   if (workspace.is_valid()) release(workspace);
   if (!status) raise_status(status);
+}
+
+char const* fmha_fwd(Call const& c, uintptr_t stream_handle, nb::handle allocate, nb::handle release) {
+  int device = 0;
+  FmhaFwd::Arguments const args = make_arguments(c, &device);
+  if (Status s = FmhaFwd::can_implement(args); !s) raise_status(s);
+  FmhaFwd op;
+  initialize_and_run(op, args, FmhaFwd::get_workspace_size(args), stream_handle, allocate, release);
   return op.kernel_name();
 }
 
@@ -324,6 +333,58 @@ void transpose_v(nb::handle v_obj, nb::handle vt_obj, bool key_permuted, bool bh
     status = op(a, reinterpret_cast<fp8attn::StreamHandle>(stream_handle));
   }
   if (!status) raise_status(status);
+}
+
+/// x [batch, seqlen, heads, head_dim] (bf16/f16) -> `out` (e4m3/int8; [b, s, h, d] or V^T [b, h, d, padded_seqlen]
+/// contiguous when layout is "vt"/"vt_kperm") and `descale` (float32, preallocated; None with static_descale).
+/// Returns the workspace through allocate/release as fmha_fwd does.
+void quantize(nb::handle x_obj, nb::handle out_obj, nb::handle descale_obj, nb::handle static_obj, int granularity,
+              int layout, int heads_kv, bool smooth, bool rotate, uint32_t seed, uintptr_t stream_handle,
+              nb::handle allocate, nb::handle release) {
+  using fp8attn::quant::Granularity;
+  using fp8attn::quant::OutputLayout;
+  TensorView x = read("x", x_obj), out = read("out", out_obj);
+  TensorView descale = read("descale", descale_obj), fixed = read("static_descale", static_obj);
+  check_rank("x", x, 4, "[batch, seqlen, heads, head_dim]");
+  if (x.device < 0) raise_value_error("x: must be a CUDA tensor, got a CPU tensor");
+  check_device("out", out, x.device, "x");
+  if (x.dtype != fp8attn_py::kTorchBF16 && x.dtype != fp8attn_py::kTorchF16) {
+    raise_value_error("x: dtype ", dtype_name(x), " is not supported; expected torch.bfloat16 or float16");
+  }
+  if (out.dtype != fp8attn_py::kTorchE4M3 && out.dtype != fp8attn_py::kTorchI8) {
+    raise_value_error("out: dtype ", dtype_name(out), " is not supported; expected torch.float8_e4m3fn or int8");
+  }
+  for (auto [name, view] : {std::pair<char const*, TensorView*>{"descale", &descale}, {"static_descale", &fixed}}) {
+    if (!view->present) continue;
+    check_device(name, *view, x.device, "x");
+    if (view->dtype != fp8attn_py::kTorchF32) raise_value_error(name, ": dtype ", dtype_name(*view), " must be float32");
+  }
+  fp8attn::quant::QuantizeArguments a;
+  a.batch = to_int("batch", x.shape[0]);
+  a.seqlen = to_int("seqlen", x.shape[1]);
+  a.heads = to_int("heads", x.shape[2]);
+  a.head_dim = to_int("head_dim", x.shape[3]);
+  a.heads_kv = heads_kv;
+  a.input_type = fp8attn_py::data_type_of(x.dtype);
+  a.output_type = fp8attn_py::data_type_of(out.dtype);
+  a.granularity = static_cast<Granularity>(granularity);
+  a.layout = static_cast<OutputLayout>(layout);
+  a.smooth = smooth;
+  a.rotate = rotate;
+  a.rotation_seed = seed;
+  a.input = tensor_ref(x);
+  if (a.layout == OutputLayout::kBSHD) {
+    check_rank("out", out, 4, "[batch, seqlen, heads, head_dim]");
+    a.output = tensor_ref(out);
+  } else {
+    a.output.ptr = reinterpret_cast<void const*>(out.data);
+  }
+  a.descale = descale.present ? reinterpret_cast<float*>(descale.data) : nullptr;
+  a.static_descale = fixed.present ? reinterpret_cast<float const*>(fixed.data) : nullptr;
+  using fp8attn::quant::device::Quantize;
+  if (Status s = Quantize::can_implement(a); !s) raise_status(s);
+  Quantize op;
+  initialize_and_run(op, a, Quantize::get_workspace_size(a), stream_handle, allocate, release);
 }
 
 nb::dict describe(fp8attn::library::FmhaDescription const& d) {
@@ -372,12 +433,13 @@ NB_MODULE(_fp8attn_ext, m) {
 
   m.def(
       "register_dtypes",
-      [](nb::handle e4m3, nb::handle e5m2, nb::handle bf16, nb::handle f16, nb::handle f32) {
-        PyObject* const dtypes[] = {e4m3.ptr(), e5m2.ptr(), bf16.ptr(), f16.ptr(), f32.ptr()};
+      [](nb::handle e4m3, nb::handle e5m2, nb::handle bf16, nb::handle f16, nb::handle f32, nb::handle i8) {
+        PyObject* const dtypes[] = {e4m3.ptr(), e5m2.ptr(), bf16.ptr(), f16.ptr(), f32.ptr(), i8.ptr()};
         fp8attn_py::register_dtypes(dtypes);
       },
-      "e4m3"_a, "e5m2"_a, "bf16"_a, "f16"_a, "f32"_a,
-      "The torch dtype objects (float8_e4m3fn, float8_e5m2, bfloat16, float16, float32); called once at import.");
+      "e4m3"_a, "e5m2"_a, "bf16"_a, "f16"_a, "f32"_a, "i8"_a,
+      "The torch dtype objects (float8_e4m3fn, float8_e5m2, bfloat16, float16, float32, int8); called once at\n"
+      "import.");
 
   m.def(
       "fmha_fwd",
@@ -393,6 +455,12 @@ NB_MODULE(_fp8attn_ext, m) {
   m.def("transpose_v", &transpose_v, "v"_a, "vt"_a, "key_permuted"_a, "bhsd"_a, "stream"_a,
         "V -> V^T into the preallocated contiguous `vt` [batch, heads, head_dim, padded_seqlen] on `stream`;\n"
         "keys permuted within 32-key blocks when key_permuted (what fmha_fwd's v_key_permuted reads).");
+
+  m.def("quantize", &quantize, "x"_a, "out"_a, "descale"_a.none(), "static_descale"_a.none(), "granularity"_a,
+        "layout"_a, "heads_kv"_a, "smooth"_a, "rotate"_a, "seed"_a, "stream"_a, "allocate"_a, "release"_a,
+        "BF16/FP16 x -> e4m3/int8 `out` and float32 `descale` on `stream` (fp8attn.quantize is the Python API).\n"
+        "granularity: 0 tensor, 1 head, 2 block; layout: 0 bshd, 1 vt, 2 vt_kperm.");
+  m.attr("QUANTIZE_BLOCK_TOKENS") = fp8attn::quant::kQuantizeBlockTokens;
 
   m.def(
       "workspace_size",

@@ -33,6 +33,7 @@ fp8attn::DataType data_type_of(int torch_dtype) {
     case kTorchE5M2: return fp8attn::DataType::kE5M2;
     case kTorchBF16: return fp8attn::DataType::kBF16;
     case kTorchF16: return fp8attn::DataType::kF16;
+    case kTorchI8: return fp8attn::DataType::kI8;
     default: return fp8attn::DataType::kF32;
   }
 }

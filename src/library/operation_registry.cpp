@@ -10,6 +10,8 @@
 #include "fp8attn/fmha/device/fmha_fwd.h"
 #include "fp8attn/fmha/device/transpose_v.h"
 #include "fp8attn/library/operation.h"
+#include "fp8attn/quant/device/quantize.h"
+#include "quant/quantize_kernel_config.h"
 #include "runtime/kernel_instance.h"
 
 namespace fp8attn::library {
@@ -84,6 +86,47 @@ class TransposeVOperation : public Operation {
   OperationDescription description_;
 };
 
+std::string quantize_summary(quant::detail::QuantizeKernelConfig const& c) {
+  using quant::detail::QuantizeStage;
+  if (c.stage == QuantizeStage::kReduce) return "quantize stage: partial sums / amax -> mean / descale";
+  std::string const tile = std::to_string(c.block_s) + " tokens per CTA, D=" + std::to_string(c.head_dim);
+  if (c.stage == QuantizeStage::kStats) {
+    return "quantize stage: per-block column sums / amax of " + std::string(to_string(c.in_type)) + ", " + tile;
+  }
+  return "quantize " + std::string(to_string(c.in_type)) + " -> " + to_string(c.out_type) + ", " + tile +
+         (c.key_permuted ? ", V^T in the vkperm key order" : "");
+}
+
+/// A quantize instance. Only apply instances run on their own; the stats and reduce stages are listed (they
+/// are compiled instances of this kind) but refuse to be run alone, with a message saying so.
+class QuantizeOperation : public Operation {
+ public:
+  explicit QuantizeOperation(KernelInstance const& k) {
+    auto const& c = k.config_as<quant::detail::QuantizeKernelConfig>();
+    description_ = {k.name,         OperationKind::kQuantize, k.family,      c.in_type, DataType::kF32, c.out_type,
+                    k.launch_warps, k.shared_bytes,           quantize_summary(c)};
+  }
+  OperationDescription const& description() const override { return description_; }
+  Status can_implement(void const* arguments) const override {
+    return quant::device::Quantize::can_implement(forced(arguments));
+  }
+  size_t get_workspace_size(void const* arguments) const override {
+    return quant::device::Quantize::get_workspace_size(forced(arguments));
+  }
+  Status run(void const* arguments, void* workspace, StreamHandle stream) const override {
+    quant::device::Quantize op;
+    return op(forced(arguments), workspace, stream);
+  }
+
+ private:
+  quant::QuantizeArguments forced(void const* arguments) const {
+    auto args = *static_cast<quant::QuantizeArguments const*>(arguments);
+    args.kernel_name = description_.name;
+    return args;
+  }
+  OperationDescription description_;
+};
+
 struct Library {
   std::vector<std::unique_ptr<Operation>> owned;
   std::vector<Operation const*> all;
@@ -104,6 +147,9 @@ struct Library {
         }
         case OperationKind::kTransposeV:
           owned.push_back(std::make_unique<TransposeVOperation>(k));
+          break;
+        case OperationKind::kQuantize:
+          owned.push_back(std::make_unique<QuantizeOperation>(k));
           break;
       }
       all.push_back(owned.back().get());
@@ -150,6 +196,7 @@ char const* to_string(OperationKind kind) {
   switch (kind) {
     case OperationKind::kFmhaFwd: return "fmha_fwd";
     case OperationKind::kTransposeV: return "transpose_v";
+    case OperationKind::kQuantize: return "quantize";
   }
   return "unknown";
 }
@@ -163,7 +210,7 @@ char const* to_string(KernelFamily family) {
 }
 
 std::optional<OperationKind> parse_operation_kind(std::string_view name) {
-  for (OperationKind k : {OperationKind::kFmhaFwd, OperationKind::kTransposeV}) {
+  for (OperationKind k : {OperationKind::kFmhaFwd, OperationKind::kTransposeV, OperationKind::kQuantize}) {
     if (name == to_string(k)) return k;
   }
   return std::nullopt;

@@ -17,8 +17,10 @@ sys.path.insert(0, str(ROOT / "kernels"))
 
 import manifest  # noqa: E402
 from kernel_filter import matches_filter  # noqa: E402
-from operations import OPERATIONS, name_of, parse_name  # noqa: E402
+from operations import OPERATIONS, module_of, name_of, parse_name  # noqa: E402
+from operations import quantize as quantize_op  # noqa: E402
 from operations.fmha_fwd import FmhaConfig  # noqa: E402
+from operations.quantize import QuantizeConfig  # noqa: E402
 from operations.transpose_v import TransposeConfig  # noqa: E402
 
 
@@ -145,7 +147,19 @@ class Manifest(unittest.TestCase):
     def test_default_set_is_small_and_complete(self):
         default = manifest.instances()
         fmha = [c for c in default if isinstance(c, FmhaConfig)]
-        self.assertLessEqual(len(default), 28, "the default build must stay minutes on 2 cores")
+        # Attention instances and V transposes take most of the build (tens of seconds each for the attention
+        # kernels); the quantize stages compile in 1-3 s each and are counted apart.
+        quantize = [c for c in default if isinstance(c, QuantizeConfig)]
+        self.assertLessEqual(len(default) - len(quantize), 28, "the default build must stay minutes on 2 cores")
+        self.assertLessEqual(len(quantize), 12)
+        applies = [c for c in quantize if c.stage == "apply"]
+        for out in ("e4m3", "i8"):
+            self.assertEqual(sorted(c.head_dim for c in applies if c.out_dtype == out and not c.key_permuted),
+                             list(manifest.HEAD_DIMS), f"bf16 -> {out} at every head dim")
+        self.assertEqual(sorted({c.head_dim for c in applies if c.key_permuted}),
+                         sorted({c.head_dim for c in fmha if c.v_key_permuted}), "V^T in every vkperm order")
+        for c in applies:  # every apply instance comes with its statistics stages
+            self.assertTrue(all(r in default for r in quantize_op.requires(c)), name_of(c))
         for dtype in ("e4m3", "bf16"):
             for d in manifest.HEAD_DIMS:
                 for causal in (False, True):
@@ -163,7 +177,10 @@ class Manifest(unittest.TestCase):
     def test_filter_selects_from_the_full_set_and_keeps_transposes(self):
         chosen = manifest.instances("e4m3*x256_")
         names = [name_of(c) for c in chosen]
-        self.assertTrue(all("x256_" in n for n in names), names)
+        # Everything matches the filter, except the helpers the matches require (V transposes match anyway;
+        # the quantize reduce stage has no head dim in its name).
+        helpers = {name_of(r) for c in chosen for r in module_of(c).requires(c)}
+        self.assertTrue(all("x256_" in n or n in helpers for n in names), names)
         self.assertIn("fp8attn_sm90_transpose_v_u8_128x256_w4", names)
         self.assertGreater(len([n for n in names if "fmha" in n]), 2, "full set has more D=256 FP8 instances")
         bf16_only = [name_of(c) for c in manifest.instances("fwd_bf16")]

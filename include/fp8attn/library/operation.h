@@ -19,6 +19,7 @@ namespace fp8attn::library {
 enum class OperationKind {
   kFmhaFwd,     ///< attention forward; arguments: fmha::device::FmhaFwd::Arguments
   kTransposeV,  ///< V [b, s, h, d] -> V^T [b, h, d, s] for the FP8 P.V operand; arguments: fmha::TransposeVArguments
+  kQuantize,    ///< BF16/FP16 -> e4m3/int8 operands and descales; arguments: quant::QuantizeArguments
 };
 
 /// Which compiler front end produced the kernel.
@@ -27,7 +28,7 @@ enum class KernelFamily {
   kGluon,   ///< triton.experimental.gluon, compiled with triton.compile(GluonASTSource)
 };
 
-char const* to_string(OperationKind kind);  ///< "fmha_fwd", "transpose_v"
+char const* to_string(OperationKind kind);  ///< "fmha_fwd", "transpose_v", "quantize"
 char const* to_string(KernelFamily family);  ///< "triton", "gluon"
 std::optional<OperationKind> parse_operation_kind(std::string_view name);
 

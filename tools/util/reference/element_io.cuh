@@ -70,6 +70,8 @@ Status dispatch_type(DataType type, char const* what, F&& f) {
       return f(TypeTag<__half>{});
     case DataType::kF32:
       return f(TypeTag<float>{});
+    case DataType::kI8:
+      break;  // the reference reads and writes floating-point elements only
   }
   return Status(StatusCode::kErrorInvalidProblem,
                 std::string(what) + "=" + std::to_string(static_cast<int>(type)) + " is not a known data type");
@@ -80,6 +82,7 @@ inline int element_bytes(DataType type) {
   switch (type) {
     case DataType::kE4M3:
     case DataType::kE5M2:
+    case DataType::kI8:
       return 1;
     case DataType::kBF16:
     case DataType::kF16:
@@ -103,6 +106,8 @@ inline char const* type_name(DataType type) {
       return "f16";
     case DataType::kF32:
       return "f32";
+    case DataType::kI8:
+      return "i8";
   }
   return "unknown";
 }

@@ -1,0 +1,147 @@
+"""Operation quantize: BF16/FP16 [b, s, h, d] -> e4m3 or int8 operands of the attention kernels, and descales.
+
+    fp8attn_sm90_quantize_apply_<in>_<out>_<BS>x<D>_w<warps>[_kperm]   quantize one block of BS tokens
+    fp8attn_sm90_quantize_stats_<in>_<BS>x<D>_w<warps>                 per-block column sums / amax
+    fp8attn_sm90_quantize_reduce_f32_w<warps>                          partials -> mean / descale
+
+A quantization launches the stages its options need (src/quant/quantize.cpp); every stage is its own
+instance. kperm: V^T written in the Gluon attention kernel's key order (the vkperm attention instances).
+Kernels: kernels/quantize/quantize_triton.py.
+"""
+
+import re
+from dataclasses import dataclass
+
+from params import Param
+
+NAME = "quantize"
+CPP_KIND = "kQuantize"  # library::OperationKind
+ARCH = "sm90"
+STAGES = ("apply", "stats", "reduce")
+
+
+@dataclass(frozen=True)
+class QuantizeConfig:
+    stage: str           # apply | stats | reduce
+    in_dtype: str        # bf16 | f16 (f32 for reduce)
+    out_dtype: str       # e4m3 | i8 (apply only; "" otherwise)
+    block_s: int         # tokens per program (the per-block granularity's block); 0 for reduce
+    head_dim: int        # 0 for reduce
+    warps: int
+    key_permuted: bool = False
+    family: str = "triton"
+
+    operation = NAME
+
+
+_RE = re.compile(
+    rf"fp8attn_{ARCH}_quantize_(?:"
+    r"apply_(?P<ai>bf16|f16)_(?P<ao>e4m3|i8)_(?P<abs>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)(?P<kperm>_kperm)?"
+    r"|stats_(?P<si>bf16|f16)_(?P<sbs>\d+)x(?P<sd>\d+)_w(?P<sw>\d+)"
+    r"|reduce_f32_w(?P<rw>\d+))")
+
+
+def name_of(c: QuantizeConfig) -> str:
+    if c.stage == "apply":
+        name = f"fp8attn_{ARCH}_quantize_apply_{c.in_dtype}_{c.out_dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
+        return name + ("_kperm" if c.key_permuted else "")
+    if c.stage == "stats":
+        return f"fp8attn_{ARCH}_quantize_stats_{c.in_dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
+    return f"fp8attn_{ARCH}_quantize_reduce_f32_w{c.warps}"
+
+
+def parse(name: str):
+    m = _RE.fullmatch(name)
+    if not m:
+        return None
+    if m["ai"]:
+        return QuantizeConfig("apply", m["ai"], m["ao"], int(m["abs"]), int(m["ad"]), int(m["aw"]), bool(m["kperm"]))
+    if m["si"]:
+        return QuantizeConfig("stats", m["si"], "", int(m["sbs"]), int(m["sd"]), int(m["sw"]))
+    return QuantizeConfig("reduce", "f32", "", 0, 0, int(m["rw"]))
+
+
+_X_STRIDES = [Param("stride_xb", "i64", True), Param("stride_xh", "i64", True), Param("stride_xs", "i64", True)]
+
+STATS_PARAMS = [
+    Param("X", "ptr", True), Param("Mean", "ptr", True), Param("PartialSum", "ptr", True),
+    Param("PartialAmax", "ptr", True),
+    Param("seqlen", "i32"), Param("heads", "i32"), Param("num_blocks", "i32"), Param("seed", "i32"),
+    Param("rotate", "i32"), Param("smooth", "i32"), Param("what", "i32"),
+] + _X_STRIDES
+
+REDUCE_PARAMS = [
+    Param("Partial", "ptr", True), Param("Out", "ptr", True),
+    Param("count", "i32"), Param("width", "i32"), Param("divisor", "f32"), Param("qmax", "f32"),
+]
+
+APPLY_PARAMS = [
+    Param("X", "ptr", True), Param("Out", "ptr", True), Param("Descale", "ptr"), Param("Mean", "ptr", True),
+    Param("seqlen", "i32"), Param("heads", "i32"), Param("num_blocks", "i32"), Param("seed", "i32"),
+    Param("rotate", "i32"), Param("smooth", "i32"), Param("per_block", "i32"), Param("group", "i32"),
+    Param("seqlen_pad", "i32"), Param("vt", "i32"),
+] + _X_STRIDES + [Param("stride_ob", "i64", True), Param("stride_oh", "i64", True), Param("stride_os", "i64", True)]
+
+_MODULE = "quantize.quantize_triton"
+# kernel key -> (kernel module, function, params, C++ params struct)
+KERNELS = {
+    "triton_apply": (_MODULE, "quantize_apply_kernel", APPLY_PARAMS, "QuantizeApplyTritonParams"),
+    "triton_stats": (_MODULE, "quantize_stats_kernel", STATS_PARAMS, "QuantizeStatsTritonParams"),
+    "triton_reduce": (_MODULE, "quantize_reduce_kernel", REDUCE_PARAMS, "QuantizeReduceTritonParams"),
+}
+
+# The reduce stage's widest row (the largest head dim's mean) and its loop chunk.
+REDUCE_WIDTH = 256
+REDUCE_CHUNK = 1024
+
+_TRITON_TYPE = {"bf16": "*bf16", "f16": "*fp16", "e4m3": "*fp8e4nv", "i8": "*i8"}
+
+
+def kernel_of(c: QuantizeConfig):
+    key = f"{c.family}_{c.stage}"
+    if key not in KERNELS:
+        raise ValueError(f"{name_of(c)}: no {key} kernel for {NAME}")
+    return KERNELS[key]
+
+
+def compile_spec(c: QuantizeConfig):
+    _, _, params, _ = kernel_of(c)
+    if c.stage == "reduce":
+        types = {"Partial": "*fp32", "Out": "*fp32"}
+        constexprs = {"WIDTH": REDUCE_WIDTH, "CHUNK": REDUCE_CHUNK}
+    elif c.stage == "stats":
+        types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "PartialSum": "*fp32", "PartialAmax": "*fp32"}
+        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}
+    else:
+        if c.key_permuted and c.block_s % 32:
+            raise ValueError(f"{name_of(c)}: kperm needs whole 32-key blocks")
+        types = {"X": _TRITON_TYPE[c.in_dtype], "Out": _TRITON_TYPE[c.out_dtype], "Descale": "*fp32",
+                 "Mean": "*fp32"}
+        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
+                      "KEY_PERMUTED": c.key_permuted}
+    return params, types, constexprs, c.warps, 1
+
+
+def check_sass(c, mma_counts):
+    pass  # memory-bound; the rotation's small MMA is not a throughput path
+
+
+def requires(c: QuantizeConfig):
+    """Every apply instance may need the statistics of its input (smoothing, per-head/per-tensor descales)."""
+    if c.stage != "apply":
+        return []
+    return [QuantizeConfig("stats", c.in_dtype, "", c.block_s, c.head_dim, c.warps),
+            QuantizeConfig("reduce", "f32", "", 0, 0, 4)]
+
+
+CPP_HEADER = "quant/quantize_kernel_config.h"
+_CPP_STAGE = {"apply": "kApply", "stats": "kStats", "reduce": "kReduce"}
+_CPP_TYPE = {"bf16": "DataType::kBF16", "f16": "DataType::kF16", "f32": "DataType::kF32", "e4m3": "DataType::kE4M3",
+             "i8": "DataType::kI8", "": "DataType::kF32"}
+
+
+def cpp_config(c: QuantizeConfig):
+    return ("quant::detail::QuantizeKernelConfig",
+            f"{{quant::detail::QuantizeStage::{_CPP_STAGE[c.stage]}, {_CPP_TYPE[c.in_dtype]}, "
+            f"{_CPP_TYPE[c.out_dtype]}, {c.block_s}, {c.head_dim}, {c.warps}, {'true' if c.key_permuted else 'false'}, "
+            f"{REDUCE_WIDTH}}}")

@@ -1,0 +1,222 @@
+"""Quantization of BF16/FP16 Q, K or V into the operands of the FP8 (and INT8 Q.K^T) attention kernels.
+
+The input is [batch, seqlen, heads, head_dim] (head_dim contiguous, any other strides). One program owns one
+block of BLOCK_S tokens of one (batch, head); the three kernels below are the stages of a quantization, which
+the runtime (src/quant/quantize.cpp) launches in the order the options need:
+
+    stats  (per block)   column sums of y (for K smoothing), or amax(|y - mean|) (for per-head/per-tensor scales)
+    reduce (per group)   those partials -> mean[b, h, :] or descale[group] = amax / QMAX
+    apply  (per block)   y = rotate(x) - mean, descale (given, reduced, or this block's amax / QMAX),
+                         q = saturate(y / descale) in e4m3 or int8, stored [b, s, h, d] or V^T [b, h, d, s_pad]
+
+where y = x H / sqrt(head_dim) with H = diag(signs) times the Sylvester Hadamard matrix (ROTATE; exact: Q H and
+K H give the same scores) and mean is y's mean over the sequence of that (batch, head) (SMOOTH, K only: every
+score of a query row moves by the same amount, softmax does not change).
+
+Exactness of the rotation: x (bf16 or fp16) and the +-1 entries of H are exact in the MMA's input format and the
+products accumulate in float32, so y differs from the float64 rotation only by float32 accumulation and one
+multiply by 1/sqrt(head_dim); the mean is subtracted after the rotation for the same reason.
+
+Non-finite inputs: amax is taken over finite values only, so one Inf or NaN cannot zero a whole block; +-Inf
+then saturates to the largest finite value and NaN stays NaN (e4m3) or becomes 0 (int8, which has no NaN).
+"""
+
+import triton
+import triton.language as tl
+from triton.runtime.jit import constexpr_function
+
+from common.numerics import E4M3_MAX, HASH_INDEX_MUL, HASH_MIX_MUL, HASH_SEED_MUL, INT8_MAX
+
+_E4M3_MAX = tl.constexpr(E4M3_MAX)
+_INT8_MAX = tl.constexpr(INT8_MAX)
+_SEED_MUL = tl.constexpr(HASH_SEED_MUL)
+_INDEX_MUL = tl.constexpr(HASH_INDEX_MUL)
+_MIX_MUL = tl.constexpr(HASH_MIX_MUL)
+# Adding then subtracting 1.5 * 2^23 rounds a float32 of magnitude < 2^22 to the nearest integer, ties to even.
+_ROUND_MAGIC = tl.constexpr(12582912.0)
+
+
+@constexpr_function
+def inv_sqrt(n):
+    """1 / sqrt(n) as a compile-time constant (the float32 nearest to it once it reaches the kernel)."""
+    return 1.0 / float(n) ** 0.5
+
+
+@triton.jit
+def _sylvester(N: tl.constexpr):
+    """[N, N] Sylvester Hadamard matrix (N <= 256): entry (i, j) is (-1)^popcount(i & j)."""
+    i = tl.arange(0, N)
+    bits = i[:, None] & i[None, :]  # < 256: the parity of 8 bits by folding
+    bits = bits ^ (bits >> 4)
+    bits = bits ^ (bits >> 2)
+    bits = bits ^ (bits >> 1)
+    return 1.0 - 2.0 * (bits & 1).to(tl.float32)
+
+
+@triton.jit
+def _hadamard(seed, HEAD_DIM: tl.constexpr):
+    """[HEAD_DIM, HEAD_DIM] of +-1: row i is sign(i) times row i of the Sylvester matrix."""
+    return _hadamard_signs(seed, HEAD_DIM)[:, None] * _sylvester(HEAD_DIM)
+
+
+@triton.jit
+def _hadamard_signs(seed, HEAD_DIM: tl.constexpr):
+    """[HEAD_DIM] of +-1: common/numerics.py's hadamard_sign(seed, i)."""
+    # uint32 arithmetic throughout (the constants made uint32 too: as Python ints they would widen to 64 bits).
+    i = tl.arange(0, HEAD_DIM).to(tl.uint32)
+    seed_mul = tl.full([], _SEED_MUL, tl.uint32)
+    index_mul = tl.full([], _INDEX_MUL, tl.uint32)
+    mix_mul = tl.full([], _MIX_MUL, tl.uint32)
+    h = seed.to(tl.uint32) * seed_mul + i * index_mul
+    h = h ^ (h >> 15)
+    h = h * mix_mul
+    h = h ^ (h >> 12)
+    return 1.0 - 2.0 * (h & 1).to(tl.float32)
+
+
+@triton.jit
+def _rotate(x, seed, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
+    """x diag(signs) H, unnormalized (x float32 holding bf16/fp16 values)."""
+    if HEAD_DIM <= 128:
+        # bf16 and fp16 values (fp16 subnormals included) and +-1 are exact in tf32: the MMA's products are
+        # exact, its float32 sums the only rounding. H as a float32 operand: 64 KiB of shared memory at D=128.
+        y = tl.dot(x, _hadamard(seed, HEAD_DIM), input_precision="tf32")
+    else:
+        # D=256 would need 256 KiB for H: use H_256 = H_16 (x) H_16 (Sylvester's entry (-1)^popcount(i & j)
+        # factors over the two 4-bit halves of i and j). The signs go on x first; the first product reads
+        # exact inputs (tf32), the second float32 partial sums (tf32x3: about float32's precision).
+        tl.static_assert(HEAD_DIM == 256, "the quantize kernel rotates head dims up to 256")
+        x = x * _hadamard_signs(seed, HEAD_DIM)[None, :]
+        h16 = _sylvester(16)
+        t = tl.dot(tl.reshape(x, [BLOCK_S * 16, 16]), h16, input_precision="tf32")  # rows (s, hi), cols lo'
+        t = tl.reshape(tl.permute(tl.reshape(t, [BLOCK_S, 16, 16]), (0, 2, 1)), [BLOCK_S * 16, 16])
+        t = tl.dot(t, h16, input_precision="tf32x3")  # rows (s, lo'), cols hi'
+        y = tl.reshape(tl.permute(tl.reshape(t, [BLOCK_S, 16, 16]), (0, 2, 1)), [BLOCK_S, HEAD_DIM])
+    return y
+
+
+@triton.jit
+def _load_transformed(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, Mean, heads, seed, rotate, smooth,
+                      KEY_PERMUTED: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+                      INV_SQRT_D: tl.constexpr):
+    """y for the tokens of one block (rows past seqlen are 0, also after smoothing) and the row mask. With
+    KEY_PERMUTED, row r of the block holds token s0 + perm(r) (V^T in the Gluon kernel's key order)."""
+    offs = s0 + tl.arange(0, BLOCK_S)
+    tokens = offs
+    if KEY_PERMUTED:
+        r = offs % 32
+        tokens = offs - r + (r // 16) * 16 + ((r // 2) % 2) * 8 + ((r // 4) % 4) * 2 + r % 2
+    offs_d = tl.arange(0, HEAD_DIM)
+    rows = tokens < seqlen
+    base = X + b.to(tl.int64) * stride_xb + h.to(tl.int64) * stride_xh
+    x = tl.load(base + tokens.to(tl.int64)[:, None] * stride_xs + offs_d[None, :], mask=rows[:, None], other=0.0)
+    if rotate != 0:
+        y = _rotate(x.to(tl.float32), seed, HEAD_DIM, BLOCK_S) * INV_SQRT_D
+    else:
+        y = x.to(tl.float32)
+    if smooth != 0:
+        mean = tl.load(Mean + (b * heads + h).to(tl.int64) * HEAD_DIM + offs_d)
+        y = tl.where(rows[:, None], y - mean[None, :], 0.0)
+    return y, rows, offs
+
+
+@triton.jit
+def _program(num_blocks, heads):
+    """(program id, token block, batch * heads + head, batch, head): blocks fastest, one-dimensional grid."""
+    pid = tl.program_id(0)
+    bh = pid // num_blocks
+    return pid, pid % num_blocks, bh, bh // heads, bh % heads
+
+
+@triton.jit
+def _finite_amax(y):
+    return tl.max(tl.max(tl.where(tl.abs(y) < float("inf"), tl.abs(y), 0.0), axis=1), axis=0)
+
+
+@triton.jit
+def quantize_stats_kernel(
+    X, Mean, PartialSum, PartialAmax,
+    seqlen, heads, num_blocks, seed, rotate, smooth, what,
+    stride_xb, stride_xh, stride_xs,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    """what == 0: PartialSum[b, h, blk, :] = column sums of y (rotated, not smoothed).
+    what == 1: PartialAmax[b, h, blk] = the block's finite amax of y (smoothed when smooth)."""
+    pid, blk, bh, b, h = _program(num_blocks, heads)
+    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean, heads,
+                                      seed, rotate, (what != 0) & (smooth != 0), False, HEAD_DIM, BLOCK_S,
+                                      inv_sqrt(HEAD_DIM))
+    if what == 0:
+        offs_d = tl.arange(0, HEAD_DIM)
+        tl.store(PartialSum + pid.to(tl.int64) * HEAD_DIM + offs_d, tl.sum(y, axis=0))
+    else:
+        tl.store(PartialAmax + pid, _finite_amax(y))
+
+
+@triton.jit
+def quantize_reduce_kernel(
+    Partial, Out, count, width, divisor, qmax,
+    WIDTH: tl.constexpr, CHUNK: tl.constexpr,
+):
+    """Program g reduces Partial[g, 0:count, 0:width] (float32, contiguous) over its middle axis.
+    divisor > 0: Out[g, :] = sum / divisor (the mean of a head's y). divisor == 0: width is 1 and
+    Out[g] = max / qmax, or 1 where the max is 0 (an all-zero group: any descale reproduces it)."""
+    g = tl.program_id(0)
+    base = Partial + g.to(tl.int64) * count * width
+    offs_w = tl.arange(0, WIDTH)
+    if divisor > 0:
+        total = tl.zeros([WIDTH], dtype=tl.float32)
+        row = base  # advanced as a pointer: count * width may pass 2^31
+        for _ in tl.range(0, count):
+            total += tl.load(row + offs_w, mask=offs_w < width, other=0.0)
+            row += width
+        tl.store(Out + g.to(tl.int64) * width + offs_w, total / divisor, mask=offs_w < width)
+    else:
+        offs_c = tl.arange(0, CHUNK)
+        running = tl.zeros([CHUNK], dtype=tl.float32)
+        for i in tl.range(0, count, CHUNK):
+            running = tl.maximum(running, tl.load(base + i + offs_c, mask=i + offs_c < count, other=0.0))
+        amax = tl.max(running, axis=0)
+        tl.store(Out + g, tl.where(amax > 0.0, amax / qmax, 1.0))
+
+
+@triton.jit
+def quantize_apply_kernel(
+    X, Out, Descale, Mean,
+    seqlen, heads, num_blocks, seed, rotate, smooth, per_block, group, seqlen_pad, vt,
+    stride_xb, stride_xh, stride_xs, stride_ob, stride_oh, stride_os,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, OUT_INT8: tl.constexpr, KEY_PERMUTED: tl.constexpr,
+):
+    """per_block != 0: this block's descale (finite amax / QMAX, 1 if 0) is computed and written to
+    Descale[b, h, blk]; else Descale[(b * heads + h) // group] is read (per tensor: group = batch * heads).
+    vt == 0: Out[b, s, h, :] with the given strides; vt != 0: Out is V^T [b, h, HEAD_DIM, seqlen_pad], packed,
+    positions in [seqlen, seqlen_pad) written with zeros (KEY_PERMUTED: the Gluon kernel's key order)."""
+    pid, blk, bh, b, h = _program(num_blocks, heads)
+    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean, heads,
+                                      seed, rotate, smooth, KEY_PERMUTED, HEAD_DIM, BLOCK_S,
+                                      inv_sqrt(HEAD_DIM))
+    if OUT_INT8:
+        qmax = _INT8_MAX
+    else:
+        qmax = _E4M3_MAX
+    if per_block != 0:
+        amax = _finite_amax(y)
+        descale = tl.where(amax > 0.0, amax / qmax, 1.0)
+        tl.store(Descale + pid, descale)
+    else:
+        descale = tl.load(Descale + bh // group)
+    z = y / descale
+    z = tl.where(z == z, tl.minimum(tl.maximum(z, -qmax), qmax), z)  # saturate; NaN stays NaN
+    if OUT_INT8:
+        z = tl.where(z == z, (z + _ROUND_MAGIC) - _ROUND_MAGIC, 0.0)
+        q = z.to(tl.int8)
+    else:
+        q = z.to(tl.float8e4nv)
+    offs_d = tl.arange(0, HEAD_DIM)
+    if vt != 0:
+        dst = Out + bh.to(tl.int64) * HEAD_DIM * seqlen_pad
+        tl.store(dst + offs_d.to(tl.int64)[:, None] * seqlen_pad + offs[None, :], tl.trans(q),
+                 mask=offs[None, :] < seqlen_pad)
+    else:
+        dst = Out + b.to(tl.int64) * stride_ob + h.to(tl.int64) * stride_oh
+        tl.store(dst + offs.to(tl.int64)[:, None] * stride_os + offs_d[None, :], q, mask=offs[:, None] < seqlen)

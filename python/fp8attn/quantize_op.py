@@ -1,0 +1,73 @@
+"""fp8attn.quantize: the library's quantization kernels (C++ quant::device::Quantize) from torch.
+
+One call turns a BF16/FP16 Q, K or V into the operand the attention kernels read and its float32 descales, on
+the GPU, without a host synchronization. See include/fp8attn/quant/device/quantize.h for the exact semantics.
+"""
+
+import torch
+
+from . import _fp8attn_ext as _ext
+from . import fmha as _fmha
+
+_GRANULARITIES = {"tensor": 0, "head": 1, "block": 2}
+_LAYOUTS = {"bshd": 0, "vt": 1, "vt_kperm": 2}
+_OUTPUT_DTYPES = {"e4m3": torch.float8_e4m3fn, "int8": torch.int8}
+
+BLOCK_TOKENS = _ext.QUANTIZE_BLOCK_TOKENS
+
+
+def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=False, rotate=False, seed=0,
+             layout="bshd", descale=None):
+    """(x_q, descale) for x [B, S, H, D] (bfloat16 or float16, head_dim contiguous), quantized on the GPU.
+
+    dtype: "e4m3" (torch.float8_e4m3fn) or "int8" (symmetric, -127..127).
+    granularity: "tensor" (descale [1]), "head" (descale [B, heads_kv]; heads // heads_kv consecutive heads
+        share one, the convention fmha_fwd's per-head descales use; heads_kv=None means H) or "block" (descale
+        [B, H, ceil(S / BLOCK_TOKENS)], one per block of BLOCK_TOKENS = 64 tokens).
+    smooth: subtract each (batch, head)'s mean over the sequence first (for K: softmax does not change).
+    rotate: multiply by the random-sign Hadamard matrix of `seed` over head_dim first (rotate Q and K with the
+        same seed: Q K^T does not change; fp8attn.quant.hadamard(D, seed) is the same matrix).
+    layout: "bshd" returns x_q [B, S, H, D]; "vt" / "vt_kperm" write V as V^T [B, H, D, S_pad] (S_pad = S
+        rounded up to 32, zero padding) and return the sequence-contiguous [B, S, H, D] view that fmha_fwd reads
+        as v, "vt_kperm" in the key order of fmha_fwd(..., v_key_permuted=True) (no transpose at attention time).
+    descale: a static (calibrated) float32 descale, per tensor [1] or per head [B, heads_kv], used instead of
+        computing one (values beyond the range saturate); it is returned as given.
+    """
+    if granularity not in _GRANULARITIES:
+        raise ValueError(f"granularity={granularity!r}: expected one of {sorted(_GRANULARITIES)}")
+    if layout not in _LAYOUTS:
+        raise ValueError(f"layout={layout!r}: expected one of {sorted(_LAYOUTS)}")
+    if dtype not in _OUTPUT_DTYPES:
+        raise ValueError(f"dtype={dtype!r}: expected one of {sorted(_OUTPUT_DTYPES)}")
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"x: expected a 4-D [batch, seqlen, heads, head_dim] tensor, got {type(x).__name__}"
+                         f"{'' if not isinstance(x, torch.Tensor) else ' of shape ' + str(tuple(x.shape))}")
+    b, s, h, d = x.shape
+    heads_kv = h if heads_kv is None else int(heads_kv)
+    if heads_kv <= 0 or h % heads_kv:
+        raise ValueError(f"heads_kv={heads_kv}: must divide the {h} heads of x")
+    out_dtype = _OUTPUT_DTYPES[dtype]
+    if layout == "bshd":
+        out = torch.empty((b, s, h, d), dtype=out_dtype, device=x.device)
+    else:
+        align = _ext.VT_SEQ_ALIGN
+        out = torch.empty((b, h, d, (s + align - 1) // align * align), dtype=out_dtype, device=x.device)
+    if descale is not None:
+        if not isinstance(descale, torch.Tensor) or descale.dtype != torch.float32:
+            raise ValueError("descale: a static descale must be a float32 tensor")
+        static, computed = descale, None
+    else:
+        shape = {"tensor": (1,), "head": (b, heads_kv), "block": (b, h, -(-s // BLOCK_TOKENS))}[granularity]
+        static, computed = None, torch.empty(shape, dtype=torch.float32, device=x.device)
+    stream, current = _fmha._stream_and_device(x)
+    call = (x, out, computed, static, _GRANULARITIES[granularity], _LAYOUTS[layout], heads_kv if granularity == "head"
+            else 0, bool(smooth), bool(rotate), int(seed) & 0xFFFFFFFF, stream, _fmha._workspace_alloc,
+            _fmha._workspace_free)
+    if current:
+        _ext.quantize(*call)
+    else:
+        with torch.cuda.device(x.device):
+            _ext.quantize(*call)
+    if layout != "bshd":
+        out = out[..., :s].permute(0, 3, 1, 2)  # [B, S, H, D] view of V^T
+    return out, (static if static is not None else computed)

@@ -1,0 +1,439 @@
+// Quantize: the stages of a quantization (kernels/quantize/quantize_triton.py), planned once in initialize().
+//
+//   smooth:                     stats(sums) -> reduce(mean)                      the mean over the sequence
+//   computed per tensor / head: stats(amax of y - mean) -> reduce(descale)       the descales
+//   always:                     apply (per block: computes and writes its own descale)
+
+#include "fp8attn/quant/device/quantize.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fp8attn/fmha/device/transpose_v.h"
+#include "generated/kernel_params.h"
+#include "quant/quantize_kernel_config.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/kernel_instance.h"
+#include "runtime/launcher.h"
+#include "runtime/module_cache.h"
+#include "runtime/param_pack.h"
+
+namespace fp8attn::quant {
+
+char const* to_string(Granularity g) {
+  switch (g) {
+    case Granularity::kPerTensor: return "tensor";
+    case Granularity::kPerHead: return "head";
+    case Granularity::kPerBlock: return "block";
+  }
+  return "unknown";
+}
+
+char const* to_string(OutputLayout layout) {
+  switch (layout) {
+    case OutputLayout::kBSHD: return "bshd";
+    case OutputLayout::kVt: return "vt";
+    case OutputLayout::kVtKeyPermuted: return "vt_kperm";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using detail::QuantizeKernelConfig;
+using detail::QuantizeStage;
+using fp8attn::detail::KernelInstance;
+using Arguments = QuantizeArguments;
+
+std::string num(int64_t v) { return std::to_string(v); }
+QuantizeKernelConfig const& config(KernelInstance const& k) { return k.config_as<QuantizeKernelConfig>(); }
+bool vt_layout(Arguments const& a) { return a.layout != OutputLayout::kBSHD; }
+int heads_kv_of(Arguments const& a) { return a.heads_kv == 0 ? a.heads : a.heads_kv; }
+float qmax_of(DataType t) { return t == DataType::kI8 ? 127.0f : 448.0f; }
+
+int64_t blocks_of(Arguments const& a) {
+  int64_t const tokens = vt_layout(a) ? fmha::padded_seqlen(a.seqlen) : a.seqlen;
+  return (tokens + kQuantizeBlockTokens - 1) / kQuantizeBlockTokens;
+}
+
+bool needs_mean(Arguments const& a) { return a.smooth; }
+bool needs_amax(Arguments const& a) { return a.granularity != Granularity::kPerBlock && !a.static_descale; }
+
+KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string const& name = {}) {
+  for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
+    KernelInstance const& k = *fp8attn::detail::kKernelInstances[i];
+    if (k.kind != library::OperationKind::kQuantize) continue;
+    QuantizeKernelConfig const& c = config(k);
+    if (!name.empty()) {
+      if (name == k.name) return &k;
+      continue;
+    }
+    if (c.stage != stage) continue;
+    if (stage == QuantizeStage::kReduce) return &k;
+    if (c.in_type != a.input_type || c.head_dim != a.head_dim) continue;
+    if (stage == QuantizeStage::kApply &&
+        (c.out_type != a.output_type || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted))) {
+      continue;
+    }
+    return &k;
+  }
+  return nullptr;
+}
+
+/// The apply instance (forced or chosen) and the stats/reduce instances its options need.
+struct Instances {
+  KernelInstance const* apply = nullptr;
+  KernelInstance const* stats = nullptr;
+  KernelInstance const* reduce = nullptr;
+};
+
+Status select(Arguments const& a, Instances* out) {
+  std::string const what = std::string(to_string(a.input_type)) + " -> " + to_string(a.output_type) +
+                           ", head_dim=" + num(a.head_dim) + ", layout=" + to_string(a.layout);
+  if (!a.kernel_name.empty()) {
+    out->apply = find(QuantizeStage::kApply, a, a.kernel_name);
+    if (!out->apply) {
+      return Status(StatusCode::kErrorKernelNotFound, "kernel_name=" + a.kernel_name + " is not a compiled quantize instance");
+    }
+    QuantizeKernelConfig const& c = config(*out->apply);
+    if (c.stage != QuantizeStage::kApply) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "kernel_name=" + a.kernel_name + " is an internal stage of quantize, not an apply instance");
+    }
+    if (c.in_type != a.input_type || c.out_type != a.output_type || c.head_dim != a.head_dim ||
+        c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted)) {
+      return Status(StatusCode::kErrorNotSupported, "kernel_name=" + a.kernel_name + " does not quantize " + what);
+    }
+  } else {
+    out->apply = find(QuantizeStage::kApply, a);
+    if (!out->apply) {
+      return Status(StatusCode::kErrorNotSupported, "no compiled quantize instance for " + what + " in this build");
+    }
+  }
+  if (needs_mean(a) || needs_amax(a)) {
+    out->stats = find(QuantizeStage::kStats, a);
+    out->reduce = find(QuantizeStage::kReduce, a);
+    if (!out->stats || !out->reduce) {
+      return Status(StatusCode::kErrorNotSupported, "no compiled quantize statistics stage for " + what);
+    }
+  }
+  return Status::success();
+}
+
+Status check_aligned(char const* field, void const* ptr, uintptr_t alignment) {
+  if (reinterpret_cast<uintptr_t>(ptr) % alignment == 0) return Status::success();
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", ptr);
+  return Status(StatusCode::kErrorMisalignedOperand,
+                std::string(field) + "=" + text + " is not " + std::to_string(alignment) + "-byte aligned");
+}
+
+Status check_strides(char const* name, fmha::TensorRef const& t) {
+  std::string const n(name);
+  if (t.stride_d != 1) return Status(StatusCode::kErrorInvalidProblem, n + ".stride_d=" + num(t.stride_d) + " must be 1");
+  for (auto [field, value] : {std::pair{".stride_b", t.stride_b}, std::pair{".stride_s", t.stride_s},
+                              std::pair{".stride_h", t.stride_h}}) {
+    if (value < 0 || value % 16 != 0) {
+      return Status(StatusCode::kErrorMisalignedOperand,
+                    n + field + "=" + num(value) + " must be a non-negative multiple of 16 elements");
+    }
+  }
+  return Status::success();
+}
+
+/// [first, last) byte range a [b, s, h, d] tensor with these strides touches.
+std::pair<uintptr_t, uintptr_t> extent(fmha::TensorRef const& t, Arguments const& a, int element_bytes) {
+  __int128 last = 0;
+  last += static_cast<__int128>(a.batch - 1) * t.stride_b + static_cast<__int128>(a.seqlen - 1) * t.stride_s +
+          static_cast<__int128>(a.heads - 1) * t.stride_h + (a.head_dim - 1);
+  auto const first = reinterpret_cast<uintptr_t>(t.ptr);
+  return {first, first + static_cast<uintptr_t>((last + 1) * element_bytes)};
+}
+
+bool overlap(std::pair<uintptr_t, uintptr_t> x, std::pair<uintptr_t, uintptr_t> y) {
+  return x.first < y.second && y.first < x.second;
+}
+
+/// Every check of can_implement except the instance choice.
+Status validate(Arguments const& a) {
+  if (a.batch < 0) return Status(StatusCode::kErrorInvalidProblem, "batch=" + num(a.batch) + " must be >= 0");
+  if (a.seqlen < 0) return Status(StatusCode::kErrorInvalidProblem, "seqlen=" + num(a.seqlen) + " must be >= 0");
+  if (a.heads < 1) return Status(StatusCode::kErrorInvalidProblem, "heads=" + num(a.heads) + " must be >= 1");
+  if (a.head_dim < 1) return Status(StatusCode::kErrorInvalidProblem, "head_dim=" + num(a.head_dim) + " must be >= 1");
+  if (a.heads_kv < 0 || (a.heads_kv > 0 && a.heads % a.heads_kv != 0)) {
+    return Status(StatusCode::kErrorInvalidProblem,
+                  "heads_kv=" + num(a.heads_kv) + " must divide heads=" + num(a.heads) + " (or be 0)");
+  }
+  if (a.input_type != DataType::kBF16 && a.input_type != DataType::kF16) {
+    return Status(StatusCode::kErrorNotSupported, std::string("input_type=") + to_string(a.input_type) +
+                                                      " is not a quantize input (bf16, f16)");
+  }
+  if (a.output_type != DataType::kE4M3 && a.output_type != DataType::kI8) {
+    return Status(StatusCode::kErrorNotSupported, std::string("output_type=") + to_string(a.output_type) +
+                                                      " is not a quantize output (e4m3, i8)");
+  }
+  if (vt_layout(a) && a.output_type != DataType::kE4M3) {
+    return Status(StatusCode::kErrorNotSupported, std::string("layout=") + to_string(a.layout) +
+                                                      " is the FP8 P.V operand: output_type must be e4m3, not " +
+                                                      to_string(a.output_type));
+  }
+  if (a.rotate && (a.head_dim & (a.head_dim - 1)) != 0) {
+    return Status(StatusCode::kErrorNotSupported,
+                  "rotate=true needs a power-of-two head_dim (the Hadamard matrix), not head_dim=" + num(a.head_dim));
+  }
+  if (a.static_descale && a.granularity == Granularity::kPerBlock) {
+    return Status(StatusCode::kErrorInvalidProblem,
+                  "static_descale is per tensor or per head; granularity=block computes every block's descale");
+  }
+  if (a.static_descale && a.descale) {
+    return Status(StatusCode::kErrorInvalidProblem, "descale must be null with a static_descale (nothing is computed)");
+  }
+  if (static_cast<__int128>(a.batch) * a.heads * blocks_of(a) > INT32_MAX) {
+    return Status(StatusCode::kErrorNotSupported, "batch * heads * blocks of " + num(kQuantizeBlockTokens) +
+                                                      " tokens exceeds 2^31-1 programs");
+  }
+  if (a.batch == 0 || a.seqlen == 0) return Status::success();
+  if (!a.input.ptr) return Status(StatusCode::kErrorNullPointer, "input.ptr is null");
+  if (!a.output.ptr) return Status(StatusCode::kErrorNullPointer, "output.ptr is null");
+  if (!a.descale && !a.static_descale) {
+    return Status(StatusCode::kErrorNullPointer, "descale is null (and no static_descale is given)");
+  }
+  if (Status s = check_aligned("input.ptr", a.input.ptr, 16); !s) return s;
+  if (Status s = check_aligned("output.ptr", a.output.ptr, 16); !s) return s;
+  if (Status s = check_aligned("descale", a.descale, 4); !s) return s;
+  if (Status s = check_aligned("static_descale", a.static_descale, 4); !s) return s;
+  if (Status s = check_strides("input", a.input); !s) return s;
+  if (!vt_layout(a)) {
+    if (Status s = check_strides("output", a.output); !s) return s;
+  }
+  // Refuse outputs that overlap the input or each other (the kernels read and write in parallel).
+  auto const in = extent(a.input, a, size_of(a.input_type));
+  std::pair<uintptr_t, uintptr_t> out;
+  if (vt_layout(a)) {
+    auto const first = reinterpret_cast<uintptr_t>(a.output.ptr);
+    out = {first, first + device::Quantize::output_bytes(a)};
+  } else {
+    out = extent(a.output, a, 1);
+  }
+  if (overlap(in, out)) return Status(StatusCode::kErrorInvalidProblem, "output overlaps input");
+  if (a.descale) {
+    auto const first = reinterpret_cast<uintptr_t>(a.descale);
+    std::pair<uintptr_t, uintptr_t> const d{first, first + device::Quantize::descale_count(a) * sizeof(float)};
+    if (overlap(d, in)) return Status(StatusCode::kErrorInvalidProblem, "descale overlaps input");
+    if (overlap(d, out)) return Status(StatusCode::kErrorInvalidProblem, "descale overlaps output");
+  }
+  return Status::success();
+}
+
+struct Workspace {
+  size_t mean_offset = 0, mean_bytes = 0;      // [batch, heads, head_dim]
+  size_t sums_offset = 0, sums_bytes = 0;      // [batch, heads, blocks, head_dim]
+  size_t amax_offset = 0, amax_bytes = 0;      // [batch, heads, blocks]
+  size_t descale_offset = 0, descale_bytes = 0;  // computed per-tensor/per-head descales when a.descale is null
+  size_t total = 0;
+};
+
+size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
+
+Workspace plan_workspace(Arguments const& a) {
+  Workspace w;
+  size_t const bh = static_cast<size_t>(a.batch) * a.heads;
+  size_t const blocks = static_cast<size_t>(blocks_of(a));
+  if (needs_mean(a)) {
+    w.mean_bytes = bh * a.head_dim * sizeof(float);
+    w.sums_offset = align_up(w.mean_bytes);
+    w.sums_bytes = bh * blocks * a.head_dim * sizeof(float);
+    w.total = w.sums_offset + align_up(w.sums_bytes);
+  }
+  if (needs_amax(a)) {
+    w.amax_offset = w.total;
+    w.amax_bytes = bh * blocks * sizeof(float);
+    w.total = w.amax_offset + align_up(w.amax_bytes);
+  }
+  return w;
+}
+
+}  // namespace
+
+namespace device {
+
+struct Quantize::Plan {
+  struct Launch {
+    CUfunction function = nullptr;
+    runtime::LaunchConfig config;
+    runtime::ParamPack params;
+    char const* name = "";
+  };
+  std::vector<Launch> launches;
+};
+
+Status Quantize::can_implement(Arguments const& a) {
+  if (Status s = validate(a); !s) return s;
+  Instances instances;
+  return select(a, &instances);
+}
+
+size_t Quantize::get_workspace_size(Arguments const& a) {
+  if (!can_implement(a)) return 0;
+  if (a.batch == 0 || a.seqlen == 0) return 0;
+  return plan_workspace(a).total;
+}
+
+size_t Quantize::descale_count(Arguments const& a) {
+  if (a.static_descale || a.batch < 0 || a.heads < 1 || a.seqlen < 0) return 0;
+  switch (a.granularity) {
+    case Granularity::kPerTensor: return 1;
+    case Granularity::kPerHead: return static_cast<size_t>(a.batch) * heads_kv_of(a);
+    case Granularity::kPerBlock: return static_cast<size_t>(a.batch) * a.heads * blocks_of(a);
+  }
+  return 0;
+}
+
+size_t Quantize::output_bytes(Arguments const& a) {
+  if (a.batch <= 0 || a.seqlen <= 0 || a.heads < 1 || a.head_dim < 1) return 0;
+  if (vt_layout(a)) return static_cast<size_t>(a.batch) * a.heads * a.head_dim * fmha::padded_seqlen(a.seqlen);
+  auto const [first, last] = extent(a.output, a, size_of(a.output_type));
+  return last - first;
+}
+
+Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
+  plan_.reset();
+  if (Status s = validate(a); !s) return s;
+  Instances instances;
+  if (Status s = select(a, &instances); !s) return s;
+  auto plan = std::make_shared<Plan>();
+  if (a.batch == 0 || a.seqlen == 0) {
+    plan_ = std::move(plan);
+    return Status::success();
+  }
+  Workspace const w = plan_workspace(a);
+  if (w.total > 0 && !workspace) {
+    return Status(StatusCode::kErrorNullPointer,
+                  "workspace is null; these options need " + std::to_string(w.total) + " bytes (get_workspace_size)");
+  }
+  if (Status s = check_aligned("workspace", workspace, 256); !s) return s;
+  fp8attn::detail::CudaDriver const* driver = nullptr;
+  if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+
+  auto* const base = static_cast<char*>(workspace);
+  float* const mean = needs_mean(a) ? reinterpret_cast<float*>(base + w.mean_offset) : nullptr;
+  float* const sums = needs_mean(a) ? reinterpret_cast<float*>(base + w.sums_offset) : nullptr;
+  float* const amax = needs_amax(a) ? reinterpret_cast<float*>(base + w.amax_offset) : nullptr;
+  int64_t const blocks = blocks_of(a);
+  int64_t const bh = int64_t{a.batch} * a.heads;
+  int32_t const seed = static_cast<int32_t>(a.rotation_seed);  // the kernel reinterprets it as uint32
+
+  auto add = [&](KernelInstance const& k, int64_t programs, char const* name, auto const& pack) -> Status {
+    Plan::Launch l;
+    if (Status s = fp8attn::detail::get_function(*driver, k, &l.function); !s) return s;
+    l.config = runtime::LaunchConfig::for_instance(k, static_cast<unsigned>(programs));
+    pack(l.params);
+    l.name = name;
+    plan->launches.push_back(std::move(l));
+    return Status::success();
+  };
+  auto stats = [&](int what) {
+    return add(*instances.stats, bh * blocks, "quantize stats", [&](runtime::ParamPack& p) {
+      generated::QuantizeStatsTritonParams sp;
+      sp.X = a.input.ptr;
+      sp.Mean = mean;
+      sp.PartialSum = sums;
+      sp.PartialAmax = amax;
+      sp.seqlen = a.seqlen;
+      sp.heads = a.heads;
+      sp.num_blocks = static_cast<int32_t>(blocks);
+      sp.seed = seed;
+      sp.rotate = a.rotate;
+      sp.smooth = a.smooth;
+      sp.what = what;
+      sp.stride_xb = a.input.stride_b;
+      sp.stride_xh = a.input.stride_h;
+      sp.stride_xs = a.input.stride_s;
+      sp.pack(p);
+    });
+  };
+  auto reduce = [&](float const* partial, float* out, int64_t groups, int64_t count, int width, float divisor) {
+    return add(*instances.reduce, groups, "quantize reduce", [&](runtime::ParamPack& p) {
+      generated::QuantizeReduceTritonParams rp;
+      rp.Partial = partial;
+      rp.Out = out;
+      rp.count = static_cast<int32_t>(count);
+      rp.width = width;
+      rp.divisor = divisor;
+      rp.qmax = qmax_of(a.output_type);
+      rp.pack(p);
+    });
+  };
+
+  if (needs_mean(a)) {
+    if (Status s = stats(0); !s) return s;
+    if (Status s = reduce(sums, mean, bh, blocks, a.head_dim, static_cast<float>(a.seqlen)); !s) return s;
+  }
+  int64_t group = 1;  // consecutive (batch, head) rows sharing one descale
+  if (a.granularity == Granularity::kPerTensor) group = bh;
+  if (a.granularity == Granularity::kPerHead) group = a.heads / heads_kv_of(a);
+  if (needs_amax(a)) {
+    if (group * blocks > INT32_MAX) {
+      return Status(StatusCode::kErrorNotSupported, "granularity=tensor over " + num(group * blocks) +
+                                                        " blocks exceeds the reduction's 2^31-1");
+    }
+    if (Status s = stats(1); !s) return s;
+    if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f); !s) return s;
+  }
+  float const* const descale = a.static_descale ? a.static_descale : a.descale;
+  if (Status s = add(*instances.apply, bh * blocks, "quantize apply",
+                     [&](runtime::ParamPack& p) {
+                       generated::QuantizeApplyTritonParams ap;
+                       ap.X = a.input.ptr;
+                       ap.Out = a.output.ptr;
+                       ap.Descale = descale;
+                       ap.Mean = mean;
+                       ap.seqlen = a.seqlen;
+                       ap.heads = a.heads;
+                       ap.num_blocks = static_cast<int32_t>(blocks);
+                       ap.seed = seed;
+                       ap.rotate = a.rotate;
+                       ap.smooth = a.smooth;
+                       ap.per_block = a.granularity == Granularity::kPerBlock;
+                       ap.group = static_cast<int32_t>(group);
+                       ap.seqlen_pad = static_cast<int32_t>(fmha::padded_seqlen(a.seqlen));
+                       ap.vt = vt_layout(a);
+                       ap.stride_xb = a.input.stride_b;
+                       ap.stride_xh = a.input.stride_h;
+                       ap.stride_xs = a.input.stride_s;
+                       ap.stride_ob = a.output.stride_b;
+                       ap.stride_oh = a.output.stride_h;
+                       ap.stride_os = a.output.stride_s;
+                       ap.pack(p);
+                     });
+      !s) {
+    return s;
+  }
+  plan_ = std::move(plan);
+  return Status::success();
+}
+
+Status Quantize::run(StreamHandle stream) {
+  if (!plan_) return Status(StatusCode::kErrorNotInitialized, "run() called before a successful initialize()");
+  if (plan_->launches.empty()) return Status::success();
+  fp8attn::detail::CudaDriver const* driver = nullptr;
+  if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+  for (Plan::Launch const& l : plan_->launches) {
+    if (Status s = runtime::launch(*driver, l.function, l.config, l.params, reinterpret_cast<CUstream>(stream), l.name);
+        !s) {
+      return s;
+    }
+  }
+  return Status::success();
+}
+
+Status Quantize::operator()(Arguments const& a, void* workspace, StreamHandle stream) {
+  if (Status s = initialize(a, workspace, stream); !s) return s;
+  return run(stream);
+}
+
+}  // namespace device
+}  // namespace fp8attn::quant

@@ -1,0 +1,21 @@
+#pragma once
+// The configuration record of a quantize instance (codegen/operations/quantize.py: cpp_config).
+
+#include "fp8attn/types.h"
+
+namespace fp8attn::quant::detail {
+
+enum class QuantizeStage { kApply, kStats, kReduce };
+
+struct QuantizeKernelConfig {
+  QuantizeStage stage;
+  DataType in_type;   ///< bf16 / f16 (f32 for reduce)
+  DataType out_type;  ///< e4m3 / i8 for apply
+  int block_s;        ///< tokens per program (0 for reduce)
+  int head_dim;       ///< 0 for reduce
+  int warps;
+  bool key_permuted;  ///< apply writes V^T in the vkperm key order
+  int reduce_width;   ///< the reduce stage's widest row (its WIDTH constexpr)
+};
+
+}  // namespace fp8attn::quant::detail

@@ -1,0 +1,161 @@
+// Quantize::can_implement and its sizes on a CPU machine: every refusal has its status code and names the
+// argument and its value; valid arguments (including the empty ones) are accepted; the descale, output and
+// workspace sizes follow the granularity and options. Pointers are fake but aligned: nothing dereferences them.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "check.h"
+#include "fp8attn/library/operation.h"
+#include "fp8attn/quant/device/quantize.h"
+
+using fp8attn::DataType;
+using fp8attn::Layout;
+using fp8attn::Status;
+using fp8attn::StatusCode;
+using fp8attn::fmha::TensorRef;
+using fp8attn::quant::Granularity;
+using fp8attn::quant::OutputLayout;
+using fp8attn::quant::QuantizeArguments;
+using fp8attn::quant::device::Quantize;
+
+namespace {
+
+float* fake_float(uintptr_t address) { return reinterpret_cast<float*>(address); }
+
+QuantizeArguments valid(int head_dim) {
+  QuantizeArguments a;
+  a.batch = 2;
+  a.heads = 4;
+  a.seqlen = 1000;
+  a.head_dim = head_dim;
+  a.input = TensorRef::packed(reinterpret_cast<void const*>(0x10000000), Layout::kBSHD, 1000, 4, head_dim);
+  a.output = TensorRef::packed(reinterpret_cast<void const*>(0x20000000), Layout::kBSHD, 1000, 4, head_dim);
+  a.descale = fake_float(0x30000000);
+  return a;
+}
+
+void expect_error(QuantizeArguments const& a, StatusCode code, std::string const& fragment, std::string const& what) {
+  Status s = Quantize::can_implement(a);
+  CHECK(s.code() == code, what + ": got " + s.to_string());
+  CHECK(s.message().find(fragment) != std::string::npos, what + ": '" + s.message() + "' does not name '" + fragment + "'");
+  CHECK(Quantize::get_workspace_size(a) == 0, what + ": refused arguments need no workspace");
+}
+
+}  // namespace
+
+int main() {
+  bool compiled = false;  // the default build's bf16 -> e4m3 / i8 instances at D=128
+  for (fp8attn::library::Operation const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kQuantize)) {
+    if (op->description().name == "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4") compiled = true;
+  }
+  if (!compiled) {
+    std::printf("not applicable in this build: no bf16 -> e4m3 quantize instance at D=128\n");
+    return fp8attn_test::finish("test_quantize_arguments");
+  }
+  CHECK(Quantize::can_implement(valid(128)).ok(), Quantize::can_implement(valid(128)).to_string());
+
+  // Sizes: descales per granularity, workspace per option.
+  {
+    auto a = valid(128);
+    CHECK(Quantize::descale_count(a) == 1, "per tensor: one descale");
+    CHECK(Quantize::get_workspace_size(a) == 512, "per tensor: the partial amax of 2 * 4 * 16 blocks");
+    a.granularity = Granularity::kPerHead;
+    a.heads_kv = 2;
+    CHECK(Quantize::descale_count(a) == 4, "per head: batch * heads_kv");
+    a.granularity = Granularity::kPerBlock;
+    CHECK(Quantize::descale_count(a) == 2 * 4 * 16, "per block: batch * heads * ceil(1000 / 64)");
+    CHECK(Quantize::get_workspace_size(a) == 0, "per block without smoothing: no statistics");
+    a.smooth = true;
+    // mean [2, 4, 128] floats = 4096 B, then partial sums [2, 4, 16, 128] floats = 65536 B.
+    CHECK(Quantize::get_workspace_size(a) == 4096 + 65536, "smoothing: mean and partial sums, got " +
+                                                              std::to_string(Quantize::get_workspace_size(a)));
+    a.granularity = Granularity::kPerTensor;
+    a.descale = nullptr;
+    a.static_descale = fake_float(0x30000000);
+    CHECK(Quantize::can_implement(a).ok(), "static descale: " + Quantize::can_implement(a).to_string());
+    CHECK(Quantize::descale_count(a) == 0, "static descale: nothing written");
+    CHECK(Quantize::get_workspace_size(a) == 4096 + 65536, "static descale with smoothing: the mean only");
+  }
+  {
+    auto a = valid(128);
+    a.layout = OutputLayout::kVtKeyPermuted;
+    CHECK(Quantize::can_implement(a).ok(), "V^T key-permuted at D=128: " + Quantize::can_implement(a).to_string());
+    CHECK(Quantize::output_bytes(a) == size_t(2) * 4 * 128 * 1024, "V^T rows padded to 32 keys");
+    a.output_type = DataType::kI8;
+    expect_error(a, StatusCode::kErrorNotSupported, "output_type must be e4m3", "int8 V^T");
+  }
+  {
+    auto a = valid(128);
+    a.seqlen = 0;
+    a.input.ptr = nullptr;
+    a.output.ptr = nullptr;
+    a.descale = nullptr;
+    CHECK(Quantize::can_implement(a).ok(), "seqlen 0 is a no-op: " + Quantize::can_implement(a).to_string());
+    CHECK(Quantize::get_workspace_size(a) == 0, "seqlen 0: no workspace");
+  }
+  // Refusals, each naming its argument.
+  { auto a = valid(128); a.batch = -1; expect_error(a, StatusCode::kErrorInvalidProblem, "batch=-1", "batch"); }
+  { auto a = valid(128); a.heads = 0; expect_error(a, StatusCode::kErrorInvalidProblem, "heads=0", "heads"); }
+  { auto a = valid(128); a.heads_kv = 3; expect_error(a, StatusCode::kErrorInvalidProblem, "heads_kv=3", "heads_kv"); }
+  { auto a = valid(96); expect_error(a, StatusCode::kErrorNotSupported, "head_dim=96", "head_dim"); }
+  { auto a = valid(128); a.input_type = DataType::kE4M3; expect_error(a, StatusCode::kErrorNotSupported, "input_type=e4m3", "input type"); }
+  { auto a = valid(128); a.output_type = DataType::kBF16; expect_error(a, StatusCode::kErrorNotSupported, "output_type=bf16", "output type"); }
+  { auto a = valid(128); a.input.ptr = nullptr; expect_error(a, StatusCode::kErrorNullPointer, "input.ptr", "null input"); }
+  { auto a = valid(128); a.output.ptr = nullptr; expect_error(a, StatusCode::kErrorNullPointer, "output.ptr", "null output"); }
+  { auto a = valid(128); a.descale = nullptr; expect_error(a, StatusCode::kErrorNullPointer, "descale is null", "null descale"); }
+  {
+    auto a = valid(128);
+    a.input.ptr = reinterpret_cast<void const*>(0x10000008);
+    expect_error(a, StatusCode::kErrorMisalignedOperand, "input.ptr=0x10000008", "misaligned input");
+  }
+  { auto a = valid(128); a.descale = fake_float(0x30000002); expect_error(a, StatusCode::kErrorMisalignedOperand, "descale=", "misaligned descale"); }
+  { auto a = valid(128); a.input.stride_s = 136; expect_error(a, StatusCode::kErrorMisalignedOperand, "input.stride_s=136", "input stride"); }
+  { auto a = valid(128); a.input.stride_d = 2; expect_error(a, StatusCode::kErrorInvalidProblem, "input.stride_d=2", "input stride_d"); }
+  { auto a = valid(128); a.output.stride_h = -128; expect_error(a, StatusCode::kErrorMisalignedOperand, "output.stride_h=-128", "output stride"); }
+  {
+    auto a = valid(128);
+    a.output.ptr = reinterpret_cast<void const*>(0x10000000 + 4096);  // inside the 2 MB bf16 input
+    expect_error(a, StatusCode::kErrorInvalidProblem, "output overlaps input", "output over input");
+  }
+  {
+    auto a = valid(128);
+    a.descale = fake_float(0x20000000 + 512);  // inside the output
+    expect_error(a, StatusCode::kErrorInvalidProblem, "descale overlaps output", "descale over output");
+  }
+  {
+    auto a = valid(128);
+    a.granularity = Granularity::kPerBlock;
+    a.descale = nullptr;
+    a.static_descale = fake_float(0x30000000);
+    expect_error(a, StatusCode::kErrorInvalidProblem, "granularity=block", "static per-block descale");
+  }
+  {
+    auto a = valid(128);
+    a.static_descale = fake_float(0x30000000);
+    expect_error(a, StatusCode::kErrorInvalidProblem, "descale must be null", "static and computed descale");
+  }
+  {
+    auto a = valid(128);
+    a.kernel_name = "fp8attn_sm90_quantize_reduce_f32_w4";
+    expect_error(a, StatusCode::kErrorNotSupported, "internal stage", "a stage forced by name");
+    a.kernel_name = "fp8attn_sm90_quantize_apply_bf16_i8_64x128_w4";
+    expect_error(a, StatusCode::kErrorNotSupported, "does not quantize bf16 -> e4m3", "wrong instance forced");
+    a.kernel_name = "no_such_kernel";
+    expect_error(a, StatusCode::kErrorKernelNotFound, "kernel_name=no_such_kernel", "unknown instance");
+  }
+  // The registry: every quantize instance is listed; a stage refuses to run alone, an apply instance accepts.
+  for (fp8attn::library::Operation const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kQuantize)) {
+    auto a = valid(128);
+    std::string const& name = op->description().name;
+    Status s = op->can_implement(&a);
+    if (name.find("_apply_bf16_e4m3_64x128_w4") != std::string::npos && name.find("kperm") == std::string::npos) {
+      CHECK(s.ok(), name + ": " + s.to_string());
+    } else if (name.find("_stats_") != std::string::npos || name.find("_reduce_") != std::string::npos) {
+      CHECK(s.code() == StatusCode::kErrorNotSupported && s.message().find("internal stage") != std::string::npos,
+            name + ": " + s.to_string());
+    }
+  }
+  return fp8attn_test::finish("test_quantize_arguments");
+}
