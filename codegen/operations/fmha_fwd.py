@@ -10,6 +10,8 @@
             instead of reading the V^T that a separate transpose kernel writes (one launch per call, not two)
     vkperm  FP8 gluon only: reads the key-permuted V^T that the kperm transpose writes, so that P goes to the
             P.V MMA without a register shuffle; cannot read a caller's sequence-contiguous V directly
+    bdesc   per-block q and k descales (one per 64 tokens, the quantize operation's blocks) applied in the tile;
+            every "i8" (INT8 Q.K^T, e4m3 V) instance has them
     family  omitted for "triton"; otherwise the family that compiles it (e.g. "gluon")
 """
 
@@ -21,10 +23,10 @@ from params import Param
 NAME = "fmha_fwd"
 CPP_KIND = "kFmhaFwd"  # library::OperationKind
 ARCH = "sm90"
-TYPES = ("e4m3", "e5m2", "bf16", "f16", "f32")
+TYPES = ("e4m3", "e5m2", "bf16", "f16", "f32", "i8")
 FAMILIES = ("triton", "gluon")
-TRITON_TYPES = {"e4m3": "fp8e4nv", "e5m2": "fp8e5", "bf16": "bf16", "f16": "fp16", "f32": "fp32"}
-CPP_TYPES = {"e4m3": "kE4M3", "e5m2": "kE5M2", "bf16": "kBF16", "f16": "kF16", "f32": "kF32"}
+TRITON_TYPES = {"e4m3": "fp8e4nv", "e5m2": "fp8e5", "bf16": "bf16", "f16": "fp16", "f32": "fp32", "i8": "i8"}
+CPP_TYPES = {"e4m3": "kE4M3", "e5m2": "kE5M2", "bf16": "kBF16", "f16": "kF16", "f32": "kF32", "i8": "kI8"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class FmhaConfig:
     family: str = "triton"
     v_natural: bool = False
     v_key_permuted: bool = False
+    block_descale: bool = False
 
     operation = NAME
 
@@ -53,9 +56,13 @@ class FmhaConfig:
         return self.qk_type in ("e4m3", "e5m2")
 
     @property
+    def is_int8_qk(self):
+        return self.qk_type == "i8"
+
+    @property
     def reads_v_transposed(self):
         """FP8 wgmma wants V sequence-contiguous: read V^T, unless the kernel transposes V tiles itself."""
-        return self.is_fp8 and not self.v_natural
+        return self.v_type in ("e4m3", "e5m2") and not self.v_natural
 
 
 # ---- Name ------------------------------------------------------------------------------------------------
@@ -63,7 +70,7 @@ class FmhaConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_fmha_fwd_(?P<qk>[a-z0-9]+)_(?P<v>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<out>[a-z0-9]+)_"
     r"(?P<bm>\d+)x(?P<bn>\d+)x(?P<d>\d+)_w(?P<w>\d+)_s(?P<s>\d+)_(?P<layout>strided)_(?P<mask>causal|full)"
-    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?:_(?P<family>gluon))?")
+    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?:_(?P<family>gluon))?")
 
 
 def name_of(c: FmhaConfig) -> str:
@@ -78,6 +85,8 @@ def name_of(c: FmhaConfig) -> str:
         name += "_vnat"
     if c.v_key_permuted:
         name += "_vkperm"
+    if c.block_descale:
+        name += "_bdesc"
     if c.family != "triton":
         name += f"_{c.family}"
     return name
@@ -93,7 +102,7 @@ def parse(name: str):
             raise ValueError(f"kernel name {name!r}: unknown type {m[field]!r}")
     return FmhaConfig(m["qk"], m["v"], m["acc"], m["out"], int(m["bm"]), int(m["bn"]), int(m["d"]),
                       int(m["w"]), int(m["s"]), m["mask"] == "causal", bool(m["ws"]), bool(m["evenn"]),
-                      m["layout"], m["family"] or "triton", bool(m["vnat"]), bool(m["vkperm"]))
+                      m["layout"], m["family"] or "triton", bool(m["vnat"]), bool(m["vkperm"]), bool(m["bdesc"]))
 
 
 # ---- Kernel parameters (the one list: signature, PTX check and C++ packing all come from it) --------------
@@ -110,6 +119,9 @@ SCALAR_PARAMS = [
     Param("q_descale_stride_b", "i64"), Param("q_descale_stride_h", "i64"),
     Param("k_descale_stride_b", "i64"), Param("k_descale_stride_h", "i64"),
     Param("v_descale_stride_b", "i64"), Param("v_descale_stride_h", "i64"),
+    # q's descale per query head (0 in the FlashAttention-3 convention, which indexes it by kv head), and the
+    # per-block strides (per 64 query rows / keys; 0 unless the instance is "bdesc").
+    Param("q_descale_stride_hq", "i64"), Param("q_descale_stride_blk", "i64"), Param("k_descale_stride_blk", "i64"),
     Param("softmax_scale", "f32"),
     Param("seqlen_q", "i32"), Param("seqlen_k", "i32"), Param("heads_q", "i32"), Param("group_size", "i32"),
     Param("write_lse", "i32"),
@@ -164,7 +176,8 @@ def _gluon_compile_spec(c: FmhaConfig):
     # (spills even with P V computed in halves, 2026-12-01; docs/perf/NOTES.md).
     supported = (c.qk_type == "e4m3" and c.v_type == "e4m3" and c.out_type == "bf16" and c.acc_type == "f32"
                  and c.block_m == 2 * GLUON_WG_M and c.block_n == 128 and c.head_dim in (64, 128) and c.warps == 4
-                 and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural)
+                 and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural
+                 and not c.block_descale)
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 -> bf16, 128x128x64 or x128, w4 (two consumer "
                          "warpgroups of 64 rows + a producer warp), 2 or 3 stages, V^T (optionally vkperm), no "
@@ -194,18 +207,24 @@ def compile_spec(c: FmhaConfig):
     if c.v_key_permuted:
         raise ValueError(f"{name_of(c)}: vkperm is a gluon-kernel variant")
     _, _, params, _ = kernel_of(c)
+    if c.is_int8_qk and (c.v_type != "e4m3" or not c.block_descale):
+        raise ValueError(f"{name_of(c)}: INT8 Q.K^T instances read e4m3 V and per-block descales (bdesc)")
     io = TRITON_TYPES[c.qk_type]
     types = {"Q": f"*{io}", "K": f"*{io}", "V": f"*{TRITON_TYPES[c.v_type]}", "O": f"*{TRITON_TYPES[c.out_type]}",
              "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32"}
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "V_TRANSPOSED": c.reads_v_transposed, "WARP_SPECIALIZE": c.warp_specialized, "EVEN_N": c.even_n}
+                  "V_TRANSPOSED": c.reads_v_transposed, "WARP_SPECIALIZE": c.warp_specialized, "EVEN_N": c.even_n,
+                  "BLOCK_DESCALE": c.block_descale}
     return params, types, constexprs, c.warps, c.stages
 
 
 def check_sass(c: FmhaConfig, mma_counts):
-    """FP8 dots must be FP8 wgmma (QGMMA); HMMA alone means Triton fell back to a slow path."""
-    if c.is_fp8 and mma_counts.get("QGMMA", 0) == 0:
+    """FP8 dots must be FP8 wgmma (QGMMA) and INT8 Q.K^T integer wgmma (IGMMA); HMMA/IMMA alone means Triton
+    fell back to a slow path."""
+    if (c.is_fp8 or c.v_type in ("e4m3", "e5m2")) and mma_counts.get("QGMMA", 0) == 0:
         raise RuntimeError(f"{name_of(c)}: no QGMMA in SASS ({mma_counts}); the FP8 dots fell back to a slow path")
+    if c.is_int8_qk and mma_counts.get("IGMMA", 0) == 0:
+        raise RuntimeError(f"{name_of(c)}: no IGMMA in SASS ({mma_counts}); the INT8 Q.K^T fell back to a slow path")
 
 
 def requires(c: FmhaConfig):
@@ -231,4 +250,4 @@ def cpp_config(c: FmhaConfig):
             f"{{DataType::{t[c.qk_type]}, DataType::{t[c.v_type]}, DataType::{t[c.acc_type]}, "
             f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
             f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}, "
-            f"{b(c.v_key_permuted)}}}")
+            f"{b(c.v_key_permuted)}, {b(c.block_descale)}}}")

@@ -23,6 +23,11 @@ REF_FLOOR = 64.0
 # Finite "minus infinity" for the running maximum: fully masked rows never compute (-inf) - (-inf).
 NEG_BIG = -1.0e30
 
+# Tokens per block of the per-block descales (the quantize operation's blocks; the attention kernels index
+# q and k descales by row // DESCALE_BLOCK_TOKENS). src/quant: kQuantizeBlockTokens holds the same value
+# (tests/cpu/test_codegen.py compares them).
+DESCALE_BLOCK_TOKENS = 64
+
 # Largest INT8 magnitude used by the symmetric INT8 quantizer (-127..127; -128 is never produced).
 INT8_MAX = 127.0
 

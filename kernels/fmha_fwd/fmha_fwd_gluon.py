@@ -239,7 +239,8 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_o
 def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
-              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q, seqlen_k,
+              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
+              softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr):
@@ -271,7 +272,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                                                        seqlen_q, seqlen_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
-        qd = gl.load(q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h)
+        # Per-block descales (the block strides) are for the Triton BLOCK_DESCALE instances: the runtime gives
+        # this kernel per-tensor, per-(batch, kv head) or per-(batch, query head) descales only.
+        qd = gl.load(q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
+                     h.to(gl.int64) * q_descale_stride_hq)
         kd = gl.load(k_descale + b64 * k_descale_stride_b + h_kv64 * k_descale_stride_h)
         vd = gl.load(v_descale + b64 * v_descale_stride_b + h_kv64 * v_descale_stride_h)
         qk_scale = softmax_scale * qd * kd * LOG2E
@@ -364,14 +368,16 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
 def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                v_empty,
                q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
-               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q,
+               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
+               softmax_scale, batch, seqlen_q,
                seqlen_k, heads_q, group_size, write_lse, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr):
     _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
-              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale, batch, seqlen_q, seqlen_k,
+              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
+              softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED,
               SUM_ON_TC)
 
@@ -383,6 +389,7 @@ def fmha_fwd_gluon_kernel(
     q_descale_stride_b, q_descale_stride_h,
     k_descale_stride_b, k_descale_stride_h,
     v_descale_stride_b, v_descale_stride_h,
+    q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk,
     softmax_scale,
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
     batch,
@@ -429,14 +436,14 @@ def fmha_fwd_gluon_kernel(
         (_consumer, (o_desc, LSE, q_smem, o_smem0, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                      v_ready,
                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
-                     k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale,
-                     batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
+                     k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
+                     q_descale_stride_hq, softmax_scale, batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                       v_ready,
                       v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
-                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, softmax_scale,
-                      batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
+                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
+                      q_descale_stride_hq, softmax_scale, batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
                       HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,

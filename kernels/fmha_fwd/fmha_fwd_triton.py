@@ -23,6 +23,15 @@ warp-specialized instance for LSE.
 
 Causal masking is bottom-right aligned: query row i sees keys j <= i + (seqlen_k - seqlen_q). A query row
 that sees no key at all gets O = 0 and LSE = -inf.
+
+Descales: q's is indexed by (batch, kv head, query head, block of DESCALE_BLOCK query rows) through four
+strides, k's by (batch, kv head, block of DESCALE_BLOCK keys), v's by (batch, kv head); a zero stride
+broadcasts. BLOCK_DESCALE instances apply per-block descales inside the tile (S scaled per key column and per
+query row); the others read one q and one k descale per program (the block strides must then be 0).
+
+INT8 Q.K^T (Q and K int8, V e4m3; the "int8_qk" accuracy mode, with per-block descales from the quantize
+operation): the dot accumulates in int32 (exact: |q . k| <= 127^2 * 256 < 2^24, so the float32 conversion
+is exact too), and P.V stays FP8 with the same per-tile P rounding and two-level accumulation.
 """
 
 import triton
@@ -36,6 +45,7 @@ LN2 = tl.constexpr(numerics.LN2)
 P_EXPONENT_BIAS = tl.constexpr(numerics.P_EXPONENT_BIAS)
 NEG_BIG = tl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = tl.constexpr(numerics.REF_FLOOR)
+DESCALE_BLOCK = tl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
 
 
 @triton.jit
@@ -52,7 +62,8 @@ def _mask_tile(qk, start_n, offs_m, offs_n, causal_offset, seqlen_k, CAUSAL: tl.
 
 @triton.jit
 def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale, causal_offset,
-               seqlen_k, MASKED: tl.constexpr, CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr):
+               seqlen_k, k_block_descale, k_descale_stride_blk, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+               V_TRANSPOSED: tl.constexpr, BLOCK_DESCALE: tl.constexpr):
     """One KV tile of the online softmax.
 
     State per query row: m = running maximum of S (exp2 domain); acc and l hold O and rowsum(P) in a
@@ -73,16 +84,26 @@ def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, q
         v = tl.trans(v)  # (HEAD_DIM, BLOCK_N) sequence-contiguous -> (BLOCK_N, HEAD_DIM), K-major for wgmma
     else:
         v = v_desc.load([start_n, 0])
-    # S = Q K^T in the exp2 domain: qk_scale (> 0) carries softmax_scale * descales * log2(e). The scale is
-    # applied inside the exp2's FMA rather than as a separate multiply over the tile.
-    qk = tl.dot(q, tl.trans(k))
+    # S = Q K^T in the exp2 domain: qk_scale (> 0; a scalar, or per query row with BLOCK_DESCALE) carries
+    # softmax_scale * descales * log2(e). The scale is applied inside the exp2's FMA rather than as a separate
+    # multiply over the tile.
+    qk = tl.dot(q, tl.trans(k)).to(tl.float32)  # int32 for int8 Q, K: exact in float32 (see above)
+    if BLOCK_DESCALE:
+        # Each key column's block descale (positive: the maxima below stay maxima after the row scale).
+        cols = start_n + offs_n
+        kd_cols = tl.load(k_block_descale + (cols // DESCALE_BLOCK).to(tl.int64) * k_descale_stride_blk,
+                          mask=cols < seqlen_k, other=1.0)
+        qk = qk * kd_cols[None, :]
     if MASKED:
         qk = _mask_tile(qk, start_n, offs_m, offs_n, causal_offset, seqlen_k, CAUSAL)
     m_tile = tl.max(qk, 1) * qk_scale  # -inf for a row with no visible key in this tile
     m_new = tl.maximum(m_i, m_tile)
     ref = tl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
-    # P_tile = exp2(S - ref) * 2^8, rounded to the input type.
-    p = tl.math.exp2(qk * qk_scale - (ref - P_EXPONENT_BIAS)[:, None])
+    # P_tile = exp2(S - ref) * 2^8, rounded to V's type.
+    if BLOCK_DESCALE:
+        p = tl.math.exp2(qk * qk_scale[:, None] - (ref - P_EXPONENT_BIAS)[:, None])
+    else:
+        p = tl.math.exp2(qk * qk_scale - (ref - P_EXPONENT_BIAS)[:, None])
     frame = ref - P_EXPONENT_BIAS
     rescale = tl.math.exp2(f_i - frame)
     l_i = l_i * rescale + tl.sum(p, 1)
@@ -99,6 +120,7 @@ def fmha_fwd_kernel(
     q_descale_stride_b, q_descale_stride_h,
     k_descale_stride_b, k_descale_stride_h,
     v_descale_stride_b, v_descale_stride_h,
+    q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk,
     softmax_scale,
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
     stride_qb, stride_qh, stride_qs,
@@ -107,7 +129,7 @@ def fmha_fwd_kernel(
     stride_ob, stride_oh, stride_os,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, EVEN_N: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, EVEN_N: tl.constexpr, BLOCK_DESCALE: tl.constexpr,
 ):
     # One-dimensional grid of num_m_blocks * batch * heads_q programs, query blocks fastest: the programs of
     # one (batch, head) run side by side and share its K and V in L2, and no grid dimension limits batch *
@@ -145,13 +167,19 @@ def fmha_fwd_kernel(
     o_desc = tl.make_tensor_descriptor(o_base, [seqlen_q, HEAD_DIM], [stride_os, 1], [BLOCK_M, HEAD_DIM])
 
     h_kv64 = h_kv.to(tl.int64)
-    qd = tl.load(q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h)
-    kd = tl.load(k_descale + b64 * k_descale_stride_b + h_kv64 * k_descale_stride_h)
+    q_descale_base = q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h + \
+        h.to(tl.int64) * q_descale_stride_hq
+    k_descale_base = k_descale + b64 * k_descale_stride_b + h_kv64 * k_descale_stride_h
     vd = tl.load(v_descale + b64 * v_descale_stride_b + h_kv64 * v_descale_stride_h)
-    qk_scale = softmax_scale * qd * kd * LOG2E
-
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
+    if BLOCK_DESCALE:
+        # Per query row: its block's q descale (k's per key column, in the tile).
+        qd_rows = tl.load(q_descale_base + (offs_m // DESCALE_BLOCK).to(tl.int64) * q_descale_stride_blk,
+                          mask=offs_m < seqlen_q, other=1.0)
+        qk_scale = softmax_scale * LOG2E * qd_rows
+    else:
+        qk_scale = softmax_scale * tl.load(q_descale_base) * tl.load(k_descale_base) * LOG2E
     m_i = tl.full([BLOCK_M], NEG_BIG, dtype=tl.float32)
     f_i = tl.full([BLOCK_M], NEG_BIG, dtype=tl.float32)  # frame of acc and l: 2^f_i scales them to true sums
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -173,11 +201,13 @@ def fmha_fwd_kernel(
     # Tiles [0, n_full) need no mask; [n_full, n_end) are masked (sequence end, causal diagonal).
     for start_n in tl.range(0, n_full, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale,
-                                        causal_offset, seqlen_k, False, CAUSAL, V_TRANSPOSED)
+                                        causal_offset, seqlen_k, k_descale_base, k_descale_stride_blk, False, CAUSAL,
+                                        V_TRANSPOSED, BLOCK_DESCALE)
     if not EVEN_N:
         for start_n in range(n_full, n_end, BLOCK_N):
             acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n,
-                                            qk_scale, causal_offset, seqlen_k, True, CAUSAL, V_TRANSPOSED)
+                                            qk_scale, causal_offset, seqlen_k, k_descale_base, k_descale_stride_blk,
+                                            True, CAUSAL, V_TRANSPOSED, BLOCK_DESCALE)
 
     # O = acc / l * v_descale (the frame cancels). A row that saw no key (l == 0) gets O = 0 and LSE = -inf;
     # a row whose scores hold NaN has l = NaN and gets NaN in both (NaN fails every comparison, so it is

@@ -68,6 +68,8 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
     else:
         with torch.cuda.device(x.device):
             _ext.quantize(*call)
+    if x.numel() == 0 and computed is not None:
+        computed.fill_(1.0)  # nothing was quantized; the library writes no descale for an empty tensor
     if layout != "bshd":
         out = out[..., :s].permute(0, 3, 1, 2)  # [B, S, H, D] view of V^T
     return out, (static if static is not None else computed)

@@ -127,26 +127,43 @@ TensorRef tensor_ref(TensorView const& t) {
   return ref;
 }
 
-/// [1] (or a 0-d scalar) per tensor, or [batch | 1, heads_kv | 1] per (batch, kv head); size-1 dimensions
-/// broadcast.
-DescaleRef descale_ref(char const* name, TensorView const& t, int64_t batch, int64_t heads_kv, int device) {
+/// [1] (or a 0-d scalar) per tensor; [batch | 1, heads_kv | 1] per (batch, kv head); for q also [batch,
+/// heads_q] per query head (when heads_q != heads_kv); for q and k (blocks > 0) [batch, heads, blocks] per
+/// block of kDescaleBlockTokens tokens (fp8attn.quantize(granularity="block")). Size-1 dimensions broadcast.
+/// heads_q: 0 for k and v.
+DescaleRef descale_ref(char const* name, TensorView const& t, int64_t batch, int64_t heads_kv, int64_t heads_q,
+                       int64_t blocks, int device) {
   if (!t.present) return {};
   check_device(name, t, device);
   if (t.dtype != fp8attn_py::kTorchF32) raise_value_error(name, ": dtype ", dtype_name(t), " must be torch.float32");
-  bool const per_tensor = t.ndim == 0 || (t.ndim == 1 && t.shape[0] == 1);
-  bool const per_head = t.ndim == 2 && (t.shape[0] == 1 || t.shape[0] == batch) &&
-                        (t.shape[1] == 1 || t.shape[1] == heads_kv);
-  if (!per_tensor && !per_head) {
-    raise_value_error(name, ": shape ", shape_string(t), " is neither [1] (per tensor) nor [batch=", batch,
-                      ", heads_kv=", heads_kv, "] (per batch and kv head)");
-  }
+  auto fits = [&t](int dim, int64_t n) { return t.shape[dim] == 1 || t.shape[dim] == n; };
+  auto stride = [&t](int dim) { return t.shape[dim] == 1 ? 0 : t.stride[dim]; };
+  int64_t const heads = heads_q > 0 ? heads_q : heads_kv;  // the operand's own heads
   DescaleRef ref;
   ref.ptr = reinterpret_cast<float const*>(t.data);
-  if (per_head) {
-    ref.stride_b = t.shape[0] == 1 ? 0 : t.stride[0];
-    ref.stride_h = t.shape[1] == 1 ? 0 : t.stride[1];
+  if (t.ndim == 0 || (t.ndim == 1 && t.shape[0] == 1)) return ref;
+  if (t.ndim == 2 && fits(0, batch) && fits(1, heads_kv)) {
+    ref.stride_b = stride(0);
+    ref.stride_h = stride(1);
+    return ref;
   }
-  return ref;
+  if (t.ndim == 2 && heads_q > 0 && fits(0, batch) && t.shape[1] == heads_q) {
+    ref.stride_b = stride(0);
+    ref.stride_head_q = stride(1);
+    return ref;
+  }
+  if (t.ndim == 3 && blocks > 0 && fits(0, batch) && fits(1, heads) && t.shape[2] == blocks) {
+    ref.stride_b = stride(0);
+    (heads_q > 0 ? ref.stride_head_q : ref.stride_h) = stride(1);
+    ref.stride_block = stride(2);
+    return ref;
+  }
+  raise_value_error(name, ": shape ", shape_string(t), " is not [1] (per tensor), [batch=", batch, ", heads_kv=",
+                    heads_kv, "] (per batch and kv head)",
+                    heads_q > 0 ? ", [batch, heads_q=" + std::to_string(heads_q) + "] (per query head)" : "",
+                    blocks > 0 ? ", or [batch, heads=" + std::to_string(heads) + ", blocks=" + std::to_string(blocks) +
+                                     "] (per " + std::to_string(fp8attn::fmha::kDescaleBlockTokens) + "-token block)"
+                               : "");
 }
 
 int to_int(char const* what, int64_t value) {
@@ -185,10 +202,16 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
   }
 
   if (q.dtype < 0 || q.dtype == fp8attn_py::kTorchF32) {
-    raise_value_error("q: dtype ", dtype_name(q), " is not supported; expected torch.float8_e4m3fn or torch.bfloat16");
+    raise_value_error("q: dtype ", dtype_name(q),
+                      " is not supported; expected torch.float8_e4m3fn, torch.bfloat16 or torch.int8 (with an e4m3 v)");
   }
   if (k.dtype != q.dtype) raise_value_error("k: dtype ", dtype_name(k), " differs from q's ", dtype_name(q));
-  if (v.dtype != q.dtype) raise_value_error("v: dtype ", dtype_name(v), " differs from q's ", dtype_name(q));
+  // INT8 Q.K^T reads an e4m3 V; otherwise V has Q's type.
+  int const v_dtype = q.dtype == fp8attn_py::kTorchI8 ? fp8attn_py::kTorchE4M3 : q.dtype;
+  if (v.dtype != v_dtype && q.dtype == fp8attn_py::kTorchI8) {
+    raise_value_error("v: dtype ", dtype_name(v), " is not torch.float8_e4m3fn (int8 q and k read an e4m3 v)");
+  }
+  if (v.dtype != v_dtype) raise_value_error("v: dtype ", dtype_name(v), " differs from q's ", dtype_name(q));
   if (out.dtype != fp8attn_py::kTorchBF16 && out.dtype != fp8attn_py::kTorchF16) {
     raise_value_error("out: dtype ", dtype_name(out), " is not supported; expected torch.bfloat16");
   }
@@ -247,9 +270,12 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
     }
     args.lse = reinterpret_cast<float*>(lse.data);
   }
-  args.q_descale = descale_ref("q_descale", read("q_descale", c.q_descale), p.batch, p.heads_kv, q.device);
-  args.k_descale = descale_ref("k_descale", read("k_descale", c.k_descale), p.batch, p.heads_kv, q.device);
-  args.v_descale = descale_ref("v_descale", read("v_descale", c.v_descale), p.batch, p.heads_kv, q.device);
+  int64_t const block = fp8attn::fmha::kDescaleBlockTokens;
+  args.q_descale = descale_ref("q_descale", read("q_descale", c.q_descale), p.batch, p.heads_kv, p.heads_q,
+                               (p.seqlen_q + block - 1) / block, q.device);
+  args.k_descale = descale_ref("k_descale", read("k_descale", c.k_descale), p.batch, p.heads_kv, 0,
+                               (p.seqlen_k + block - 1) / block, q.device);
+  args.v_descale = descale_ref("v_descale", read("v_descale", c.v_descale), p.batch, p.heads_kv, 0, 0, q.device);
   args.softmax_scale = c.softmax_scale;
   args.kernel_name = c.kernel_name;
   args.v_key_permuted = c.v_key_permuted;
@@ -406,6 +432,7 @@ nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   r["writes_lse"] = d.writes_lse;
   r["v_transposed"] = d.v_transposed;
   r["v_key_permuted"] = d.v_key_permuted;
+  r["block_descale"] = d.block_descale;
   r["launch_warps"] = d.launch_warps;
   r["shared_bytes"] = d.shared_bytes;
   return r;

@@ -73,7 +73,14 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              "transpose writes (vkperm)";
     });
   }
-  if (k.fp8() && !k.v_transposed && args.v.stride_d != 1) {
+  if ((args.q_descale.stride_block != 0 || args.k_descale.stride_block != 0) && !k.block_descale) {
+    return fail([&] {
+      return "per-block descales (q_descale.stride_block=" + std::to_string(args.q_descale.stride_block) +
+             ", k_descale.stride_block=" + std::to_string(args.k_descale.stride_block) +
+             ") but the instance reads one q and one k descale per program (not bdesc)";
+    });
+  }
+  if (k.v_fp8() && !k.v_transposed && args.v.stride_d != 1) {
     return fail([&] {
       return "v.stride_d=" + std::to_string(args.v.stride_d) +
              " but the instance reads V head_dim-contiguous (vnat); give V with stride_d=1";

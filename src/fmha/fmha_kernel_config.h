@@ -20,8 +20,10 @@ struct FmhaKernelConfig {
   bool even_n;            ///< no masked tail: needs seqlen_k % block_n == 0, never causal
   bool v_transposed;      ///< reads V sequence-contiguous (FP8 but not "vnat"); else V head_dim-contiguous
   bool v_key_permuted;    ///< "vkperm": reads the key-permuted V^T of the kperm transpose, never a caller's V
+  bool block_descale;     ///< "bdesc": per-block q and k descales (DescaleRef::stride_block) applied in the tile
 
   bool fp8() const { return is_fp8(qk_type); }
+  bool v_fp8() const { return is_fp8(v_type); }  ///< FP8 V (also under INT8 Q.K^T): read as V^T
 };
 
 }  // namespace fp8attn::fmha::detail

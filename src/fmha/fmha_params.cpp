@@ -204,6 +204,9 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
     kp.k_descale_stride_h = args.k_descale.ptr ? args.k_descale.stride_h : 0;
     kp.v_descale_stride_b = args.v_descale.ptr ? args.v_descale.stride_b : 0;
     kp.v_descale_stride_h = args.v_descale.ptr ? args.v_descale.stride_h : 0;
+    kp.q_descale_stride_hq = args.q_descale.ptr ? args.q_descale.stride_head_q : 0;
+    kp.q_descale_stride_blk = args.q_descale.ptr ? args.q_descale.stride_block : 0;
+    kp.k_descale_stride_blk = args.k_descale.ptr ? args.k_descale.stride_block : 0;
     kp.softmax_scale = scale;
     kp.seqlen_q = p.seqlen_q;
     kp.seqlen_k = p.seqlen_k;

@@ -181,21 +181,35 @@ Status check_output_overlap(TensorRef const& o, FmhaProblem const& p) {
   return Status::success();
 }
 
-Status check_descale(char const* name, DescaleRef const& d, bool required, int64_t batch, int64_t heads_kv) {
+/// heads_q: 0 where the operand has no query-head index (k, v); blocks: 0 where it has no per-block index (v).
+Status check_descale(char const* name, DescaleRef const& d, bool required, int64_t batch, int64_t heads_kv,
+                     int64_t heads_q, int64_t blocks) {
   if (!d.ptr) {
     if (required) {
       return Status(StatusCode::kErrorNullPointer,
-                    std::string(name) + ".ptr is null; FP8 inputs need float32 descales on the device");
+                    std::string(name) + ".ptr is null; FP8 and INT8 inputs need float32 descales on the device");
     }
     return Status::success();
   }
   if (reinterpret_cast<uintptr_t>(d.ptr) % alignof(float) != 0) {
     return misaligned(std::string(name) + ".ptr=" + ptr_text(d.ptr) + " is not 4-byte aligned");
   }
+  if (heads_q == 0 && d.stride_head_q != 0) {
+    return invalid(std::string(name) + ".stride_head_q=" + num(d.stride_head_q) +
+                   " must be 0: only q's descales can be indexed by query head");
+  }
+  if (blocks == 0 && d.stride_block != 0) {
+    return invalid(std::string(name) + ".stride_block=" + num(d.stride_block) +
+                   " must be 0: per-block descales are for q and k (v's scale the output)");
+  }
   int64_t reach = 0;
-  if (d.stride_b < 0 || d.stride_h < 0 || (batch > 0 && !mul_add(d.stride_b, batch - 1, 0, &reach)) ||
-      !mul_add(d.stride_h, heads_kv - 1, reach, &reach) || reach > std::numeric_limits<int64_t>::max() / 4) {
+  if (d.stride_b < 0 || d.stride_h < 0 || d.stride_head_q < 0 || d.stride_block < 0 ||
+      (batch > 0 && !mul_add(d.stride_b, batch - 1, 0, &reach)) || !mul_add(d.stride_h, heads_kv - 1, reach, &reach) ||
+      (heads_q > 0 && !mul_add(d.stride_head_q, heads_q - 1, reach, &reach)) ||
+      (blocks > 0 && !mul_add(d.stride_block, blocks - 1, reach, &reach)) ||
+      reach > std::numeric_limits<int64_t>::max() / 4) {
     return invalid(std::string(name) + " strides (stride_b=" + num(d.stride_b) + ", stride_h=" + num(d.stride_h) +
+                   ", stride_head_q=" + num(d.stride_head_q) + ", stride_block=" + num(d.stride_block) +
                    ") must be >= 0 and address within 64 bits");
   }
   return Status::success();
@@ -207,10 +221,12 @@ Status validate(Arguments const& args) {
   FmhaProblem const& p = args.problem;
   if (Status s = check_problem(p); !s) return s;
   int64_t const b = p.batch, hq = p.heads_q, hkv = p.heads_kv, d = p.head_dim;
-  bool const fp8 = is_fp8(p.input_type);
+  // INT8 Q.K^T (input_type i8) reads an e4m3 V: V is FP8 (read as V^T) and every operand needs descales.
+  bool const fp8 = is_fp8(p.input_type) || p.input_type == DataType::kI8;
   int const in_bytes = size_of(p.input_type), out_bytes = size_of(p.output_type);
   if (args.v_key_permuted && !fp8) {
-    return invalid("v_key_permuted=true but input_type=" + std::string(to_string(p.input_type)) + " (FP8 only)");
+    return invalid("v_key_permuted=true but input_type=" + std::string(to_string(p.input_type)) +
+                   " (FP8 V only)");
   }
   if (Status s = check_tensor("q", args.q, p.seqlen_q, hq, d, b, in_bytes, false); !s) return s;
   if (Status s = check_tensor("k", args.k, p.seqlen_k, hkv, d, b, in_bytes, false); !s) return s;
@@ -232,9 +248,11 @@ Status validate(Arguments const& args) {
   if (args.lse && reinterpret_cast<uintptr_t>(args.lse) % kPointerAlign != 0) {
     return misaligned("lse=" + ptr_text(args.lse) + " is not 16-byte aligned");
   }
-  if (Status s = check_descale("q_descale", args.q_descale, fp8, b, hkv); !s) return s;
-  if (Status s = check_descale("k_descale", args.k_descale, fp8, b, hkv); !s) return s;
-  if (Status s = check_descale("v_descale", args.v_descale, fp8, b, hkv); !s) return s;
+  int64_t const q_blocks = (p.seqlen_q + kDescaleBlockTokens - 1) / kDescaleBlockTokens;
+  int64_t const k_blocks = (p.seqlen_k + kDescaleBlockTokens - 1) / kDescaleBlockTokens;
+  if (Status s = check_descale("q_descale", args.q_descale, fp8, b, hkv, hq, q_blocks); !s) return s;
+  if (Status s = check_descale("k_descale", args.k_descale, fp8, b, hkv, 0, k_blocks); !s) return s;
+  if (Status s = check_descale("v_descale", args.v_descale, fp8, b, hkv, 0, 0); !s) return s;
   if (!std::isfinite(args.softmax_scale) || args.softmax_scale < 0.0f) {
     return invalid("softmax_scale=" + std::to_string(args.softmax_scale) +
                    " must be finite and > 0 (0 selects 1/sqrt(head_dim))");

@@ -26,8 +26,9 @@ std::string fmha_summary(FmhaKernelConfig const& c) {
          std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + " tile, D=" + std::to_string(c.head_dim) +
          (c.causal ? ", causal" : ", full") + (c.warp_specialized ? ", warp-specialized" : "") +
          (c.even_n ? ", seqlen_k % " + std::to_string(c.block_n) + " == 0 only" : "") +
-         (c.fp8() && !c.v_transposed ? ", V transposed on chip" : "") +
-         (c.v_key_permuted ? ", key-permuted V^T" : "");
+         (c.v_fp8() && !c.v_transposed ? ", V transposed on chip" : "") +
+         (c.v_key_permuted ? ", key-permuted V^T" : "") + (c.block_descale ? ", per-block q/k descales" : "") +
+         (c.qk_type == DataType::kI8 ? ", INT8 Q.K^T with e4m3 V" : "");
 }
 
 class FmhaFwdOperation : public Operation {
@@ -141,7 +142,8 @@ struct Library {
           FmhaKernelConfig const& c = k.config_as<FmhaKernelConfig>();
           fmha.push_back(FmhaDescription{k.name, c.qk_type, c.v_type, c.acc_type, c.out_type, c.block_m, c.block_n,
                                          c.head_dim, c.warps, c.stages, c.causal, c.warp_specialized, c.even_n,
-                                         c.v_transposed, c.v_key_permuted, !c.warp_specialized, k.launch_warps,
+                                         c.v_transposed, c.v_key_permuted, c.block_descale, !c.warp_specialized,
+                                         k.launch_warps,
                                          k.shared_bytes, k.family});
           break;
         }

@@ -144,13 +144,30 @@ class Filters(unittest.TestCase):
 
 
 class Manifest(unittest.TestCase):
+    def test_descale_block_is_one_number(self):
+        """kernels/common/numerics.py DESCALE_BLOCK_TOKENS (the kernels) and fmha::kDescaleBlockTokens (C++)."""
+        from common.numerics import DESCALE_BLOCK_TOKENS
+
+        header = (ROOT / "include" / "fp8attn" / "fmha" / "device" / "fmha_fwd.h").read_text()
+        m = re.search(r"kDescaleBlockTokens = (\d+);", header)
+        self.assertIsNotNone(m)
+        self.assertEqual(int(m.group(1)), DESCALE_BLOCK_TOKENS)
+        for c in manifest.every_instance():  # the quantize programs' block is the descale block
+            if isinstance(c, QuantizeConfig) and c.stage != "reduce":
+                self.assertEqual(c.block_s, DESCALE_BLOCK_TOKENS, name_of(c))
+
     def test_default_set_is_small_and_complete(self):
         default = manifest.instances()
         fmha = [c for c in default if isinstance(c, FmhaConfig)]
         # Attention instances and V transposes take most of the build (tens of seconds each for the attention
         # kernels); the quantize stages compile in 1-3 s each and are counted apart.
         quantize = [c for c in default if isinstance(c, QuantizeConfig)]
-        self.assertLessEqual(len(default) - len(quantize), 28, "the default build must stay minutes on 2 cores")
+        # 31: 27 FP8/BF16 attention instances and transposes, and the 4 INT8 Q.K^T instances (D=64, 128).
+        self.assertLessEqual(len(default) - len(quantize), 31, "the default build must stay minutes on 2 cores")
+        for causal in (False, True):  # the int8_qk accuracy mode at the real model's head dim (64) and at 128
+            for d in (64, 128):
+                self.assertTrue(any(c.qk_type == "i8" and c.v_type == "e4m3" and c.block_descale and c.head_dim == d
+                                    and c.causal == causal for c in fmha), (d, causal))
         self.assertLessEqual(len(quantize), 12)
         applies = [c for c in quantize if c.stage == "apply"]
         for out in ("e4m3", "i8"):

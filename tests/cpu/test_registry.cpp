@@ -27,7 +27,10 @@ int main() {
     CHECK(op.launch_warps >= op.warps, op.name + ": launched warps below requested");
     CHECK(op.shared_bytes > 0 && op.shared_bytes <= 232448, op.name + ": shared memory " + std::to_string(op.shared_bytes));
     bool const vnat = op.name.find("_vnat") != std::string::npos;
-    CHECK(op.v_transposed == (op.qk_type == DataType::kE4M3 && !vnat), op.name + ": FP8 reads V^T unless vnat");
+    CHECK(op.v_transposed == (op.v_type == DataType::kE4M3 && !vnat), op.name + ": FP8 V is read as V^T unless vnat");
+    CHECK((op.name.find("_bdesc") != std::string::npos) == op.block_descale, op.name + ": bdesc flag");
+    CHECK(op.qk_type != DataType::kI8 || (op.v_type == DataType::kE4M3 && op.block_descale),
+          op.name + ": INT8 Q.K^T reads e4m3 V with per-block descales");
     CHECK(op.writes_lse == !op.warp_specialized, op.name + ": LSE capability");
     CHECK(library::find_fmha_operation(op.name) == &op, "find " + op.name);
   }

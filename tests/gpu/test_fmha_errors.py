@@ -157,7 +157,9 @@ def test_descale_wrong_dtype(seed):
 def test_descale_wrong_shape(seed):
     inp = small(seed)
     raises_naming(lambda: call(inp, v_descale=inp.v_descale.expand(3).contiguous()), word("v_descale"))
-    raises_naming(lambda: call(inp, q_descale=torch.ones((1, 2, 1), device=fu.DEVICE)), word("q_descale"))
+    # [batch, heads, blocks] is a per-block descale: 64 query rows are one block of 64, not two.
+    raises_naming(lambda: call(inp, q_descale=torch.ones((1, 2, 2), device=fu.DEVICE)), word("q_descale"))
+    raises_naming(lambda: call(inp, v_descale=torch.ones((1, 2, 2), device=fu.DEVICE)), word("v_descale"))
     raises_naming(lambda: call(inp, k_descale=torch.ones((1, 3), device=fu.DEVICE)), word("k_descale"))
 
 

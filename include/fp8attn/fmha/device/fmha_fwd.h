@@ -35,17 +35,34 @@ struct TensorRef {
   static TensorRef packed(void const* ptr, Layout layout, int64_t seqlen, int64_t heads, int64_t head_dim);
 };
 
-/// Float32 descale factors on the device. Per tensor: one float, strides 0. Per (batch, head_kv), the
-/// FlashAttention-3 convention: a [batch, heads_kv] array, stride_b = heads_kv, stride_h = 1.
-/// Any other strides broadcast the same way. Null means 1.0 (allowed for BF16/FP16 inputs only).
+/// Float32 descale factors on the device, element (b, kv head, query head, block) at
+///   ptr[b * stride_b + h_kv * stride_h + h_q * stride_head_q + (token / kDescaleBlockTokens) * stride_block].
+/// Per tensor: one float, strides 0. Per (batch, head_kv), the FlashAttention-3 convention: a [batch, heads_kv]
+/// array, stride_b = heads_kv, stride_h = 1. stride_head_q (q only): one per query head. stride_block (q and k
+/// only, "bdesc" instances): one per block of kDescaleBlockTokens query rows or keys, as quant::device::Quantize
+/// writes them with granularity kPerBlock ([batch, heads, blocks]). Zero strides broadcast. Null means 1.0
+/// (allowed for BF16/FP16 inputs only).
 struct DescaleRef {
   float const* ptr = nullptr;
   int64_t stride_b = 0;
   int64_t stride_h = 0;
+  int64_t stride_head_q = 0;
+  int64_t stride_block = 0;
 
   static DescaleRef per_tensor(float const* ptr) { return {ptr, 0, 0}; }
   static DescaleRef per_head(float const* ptr, int64_t heads_kv) { return {ptr, heads_kv, 1}; }
+  /// [batch, heads_q, blocks] for q, indexed by query head.
+  static DescaleRef per_block_q(float const* ptr, int64_t heads_q, int64_t blocks) {
+    return {ptr, heads_q * blocks, 0, blocks, 1};
+  }
+  /// [batch, heads_kv, blocks] for k.
+  static DescaleRef per_block_k(float const* ptr, int64_t heads_kv, int64_t blocks) {
+    return {ptr, heads_kv * blocks, blocks, 0, 1};
+  }
 };
+
+/// Tokens per block of per-block descales (kernels/common/numerics.py DESCALE_BLOCK_TOKENS).
+inline constexpr int kDescaleBlockTokens = 64;
 
 struct FmhaProblem {
   int batch = 0;
@@ -55,7 +72,8 @@ struct FmhaProblem {
   int seqlen_k = 0;
   int head_dim = 0;
   bool causal = false;  ///< bottom-right aligned when seqlen_q != seqlen_k (FlashAttention convention)
-  DataType input_type = DataType::kE4M3;   ///< Q, K and V
+  /// Q, K and V; kI8 is the INT8 Q.K^T mode: Q and K int8 with per-block descales, V e4m3.
+  DataType input_type = DataType::kE4M3;
   DataType output_type = DataType::kBF16;  ///< O
 
   /// 4 * B * H_q * S_q * S_k * D, halved for causal attention when S_q == S_k.

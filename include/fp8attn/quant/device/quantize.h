@@ -28,8 +28,8 @@
 
 namespace fp8attn::quant {
 
-/// Tokens per block of the per-block granularity (the compiled programs' block).
-inline constexpr int kQuantizeBlockTokens = 64;
+/// Tokens per block of the per-block granularity: the blocks the attention kernels' per-block descales use.
+inline constexpr int kQuantizeBlockTokens = fmha::kDescaleBlockTokens;
 
 enum class Granularity { kPerTensor, kPerHead, kPerBlock };
 enum class OutputLayout {

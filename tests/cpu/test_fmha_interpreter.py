@@ -1,0 +1,105 @@
+"""The Triton attention kernel (kernels/fmha_fwd/fmha_fwd_triton.py) on the CPU in Triton's interpreter
+(tests/cpu/interpreter_host.py): the INT8 Q.K^T instances' configuration (int8 Q and K with per-block descales,
+e4m3 V^T, BLOCK_DESCALE) against float64 attention over the same quantized values, causal and not, GQA, ragged
+lengths. The key blocks' scales differ by up to 8x, so a descale read for the wrong block or row shows as an
+error far above FP8's; every access stays inside the launch's buffers. tests/gpu/test_int8_qk.py runs the
+compiled instances on the H200."""
+
+import math
+import unittest
+
+from interpreter_host import HostTensor, decode_e4m3, encode_e4m3, from_bf16_bits, launch
+
+import numpy as np  # noqa: E402
+import triton  # noqa: E402
+
+from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK  # noqa: E402
+from fmha_fwd.fmha_fwd_triton import fmha_fwd_kernel  # noqa: E402
+
+INT8_MAX = 127.0
+
+
+def quantize_int8_blocks(x):
+    """x [B, S, H, D] float64 -> (int8 values, descale [B, H, blocks]), symmetric, one scale per 64 tokens."""
+    b, s, h, d = x.shape
+    nb = -(-s // BLOCK)
+    padded = np.pad(x, ((0, 0), (0, nb * BLOCK - s), (0, 0), (0, 0))).reshape(b, nb, BLOCK, h, d)
+    amax = np.abs(padded).max(axis=(2, 4)).transpose(0, 2, 1)  # [b, h, nb]
+    descale = np.ascontiguousarray(np.where(amax > 0, amax / INT8_MAX, 1.0), dtype=np.float32)
+    scale = np.repeat(descale.transpose(0, 2, 1), BLOCK, axis=1)[:, :s, :, None].astype(np.float64)
+    return np.clip(np.round(x / scale), -127, 127).astype(np.int8), descale
+
+
+def attention(q, k, v, causal, scale):
+    """float64, [B, S, H, D] inputs, K/V heads repeated for GQA; (O, LSE [B, H, S_q])."""
+    g = q.shape[2] // k.shape[2]
+    k, v = np.repeat(k, g, axis=2), np.repeat(v, g, axis=2)
+    s = np.einsum("bshd,bthd->bhst", q, k) * scale
+    if causal:
+        sq, sk = s.shape[-2:]
+        s = np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    lse = (np.log(p.sum(-1, keepdims=True)) + m)[..., 0]
+    return np.einsum("bhst,bthd->bshd", p / p.sum(-1, keepdims=True), v), lse
+
+
+class Int8QK(unittest.TestCase):
+    def run_case(self, b, sq, sk, hq, hkv, d, causal, seed):
+        rng = np.random.default_rng(seed)
+        q = rng.standard_normal((b, sq, hq, d))
+        k = rng.standard_normal((b, sk, hkv, d)) + 0.5
+        k *= 2.0 ** (np.arange(sk) // BLOCK % 4)[None, :, None, None]  # block scales 1, 2, 4, 8, 1, ...
+        v = rng.standard_normal((b, sk, hkv, d))
+        q8, qd = quantize_int8_blocks(q)
+        k8, kd = quantize_int8_blocks(k)
+        vd = np.array([np.abs(v).max() / 448.0], np.float32)
+        v_bytes = encode_e4m3(v / vd[0])
+        pad = (sk + 31) // 32 * 32
+        vt = np.zeros((b, hkv, d, pad), np.uint8)
+        vt[..., :sk] = v_bytes.transpose(0, 2, 3, 1)
+        o = np.zeros((b, sq, hq, d), np.uint16)
+        lse = np.full((b, hq, sq), np.nan, np.float32)
+        block_m = 128
+        tensors = dict(Q=HostTensor(q8, "int8"), K=HostTensor(k8, "int8"), V=HostTensor(vt, "float8_e4m3fn"),
+                       O=HostTensor(o, "bfloat16"), LSE=HostTensor(lse, "float32"),
+                       q_descale=HostTensor(qd, "float32"), k_descale=HostTensor(kd, "float32"),
+                       v_descale=HostTensor(vd, "float32"))
+        nbq, nbk = qd.shape[2], kd.shape[2]
+        strides = dict(
+            # q: [b, hq, blocks] indexed by query head; k: [b, hkv, blocks]; v: per tensor
+            q_descale_stride_b=hq * nbq, q_descale_stride_h=0, q_descale_stride_hq=nbq, q_descale_stride_blk=1,
+            k_descale_stride_b=hkv * nbk, k_descale_stride_h=nbk, k_descale_stride_blk=1,
+            v_descale_stride_b=0, v_descale_stride_h=0,
+            stride_qb=sq * hq * d, stride_qh=d, stride_qs=hq * d, stride_kb=sk * hkv * d, stride_kh=d,
+            stride_ks=hkv * d, stride_vb=hkv * d * pad, stride_vh=d * pad, stride_vs=pad,
+            stride_ob=sq * hq * d, stride_oh=d, stride_os=hq * d)
+        scale = 1 / math.sqrt(d)
+        launch(fmha_fwd_kernel, triton.cdiv(sq, block_m) * b * hq, **tensors, **strides, softmax_scale=scale,
+               seqlen_q=sq, seqlen_k=sk, heads_q=hq, group_size=hq // hkv, write_lse=1, HEAD_DIM=d, BLOCK_M=block_m,
+               BLOCK_N=128, CAUSAL=causal, V_TRANSPOSED=True, WARP_SPECIALIZE=False, EVEN_N=False,
+               BLOCK_DESCALE=True)
+        # The reference sees exactly the kernel's operands: dequantized int8 Q, K and e4m3 V.
+        qf = q8 * np.repeat(qd.transpose(0, 2, 1), BLOCK, axis=1)[:, :sq, :, None]
+        kf = k8 * np.repeat(kd.transpose(0, 2, 1), BLOCK, axis=1)[:, :sk, :, None]
+        vf = decode_e4m3(v_bytes) * vd[0]
+        ref_o, ref_lse = attention(qf, kf, vf, causal, scale)
+        got = from_bf16_bits(o).astype(np.float64)
+        err = np.linalg.norm(got - ref_o) / np.linalg.norm(ref_o)
+        # P rounded to e4m3 per tile and a bf16 output: about 1-2% (FP8's own error; tests/gpu measure it).
+        self.assertLess(err, 0.04, f"relative error {err:.4f}")
+        self.assertLess(np.abs(lse - ref_lse).max(), 1e-3, "LSE")
+        return err
+
+    def test_full_gqa_ragged(self):
+        self.run_case(b=2, sq=200, sk=333, hq=4, hkv=2, d=64, causal=False, seed=0)
+
+    def test_causal_bottom_right(self):
+        self.run_case(b=1, sq=150, sk=260, hq=2, hkv=1, d=64, causal=True, seed=1)
+
+    def test_head_dim_128(self):
+        self.run_case(b=1, sq=130, sk=130, hq=2, hkv=2, d=128, causal=True, seed=2)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,178 @@
+"""fp8attn.quantize on the GPU (C++ quant::device::Quantize): e4m3 / int8 values and descales against a float64
+reference for every granularity and transform, V written as V^T for the attention kernels (the same bits as
+the transposing call), the transforms leaving attention unchanged, non-finite inputs, static descales, errors,
+and CUDA-graph capture. tests/cpu/test_quantize_interpreter.py runs the same kernels in Triton's interpreter."""
+
+import math
+
+import pytest
+
+import fmha_utils as fu
+
+if fu.SKIP_REASON:
+    pytest.skip(fu.SKIP_REASON, allow_module_level=True)
+
+import torch  # noqa: E402
+
+import fp8attn  # noqa: E402
+from fp8attn.quant import hadamard  # noqa: E402
+
+E4M3_MAX, INT8_MAX, BLOCK = 448.0, 127.0, fp8attn.quantize_op.BLOCK_TOKENS
+
+
+def reference_y(x, seed, rotate, smooth):
+    """float64 y = x H - mean over the sequence (H the normalized random-sign Hadamard matrix), x [B, S, H, D]."""
+    y = x.double()
+    if rotate:
+        y = y @ hadamard(x.shape[-1], seed, x.device, torch.float64)
+    if smooth:
+        y = y - y.mean(dim=1, keepdim=True)
+    return y
+
+
+def e4m3_step(z):
+    return torch.exp2(torch.floor(torch.log2(z.abs().clamp(min=2.0 ** -6))) - 3)
+
+
+def near_midpoint(z, a, b):
+    """Where z lies within 1e-4 of a step of the midpoint of a and b: float32 (kernel) and float64 (here) may
+    round such values to different neighbours."""
+    lo, hi = torch.minimum(a.abs(), b.abs()), torch.maximum(a.abs(), b.abs())
+    return (z.abs() - (lo + hi) / 2).abs() <= 1e-4 * (hi - lo).clamp(min=1e-12)
+
+
+def x_of(shape, seed, dtype=torch.bfloat16, offset=1.0):
+    gen = fu.generator(seed)
+    return (torch.randn(shape, generator=gen, device="cuda") * 3 + offset).to(dtype)
+
+
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("granularity", ["tensor", "head", "block"])
+@pytest.mark.parametrize("smooth,rotate", [(False, False), (True, True)])
+def test_e4m3_values_and_descales(d, granularity, smooth, rotate, seed):
+    b, s, h, hkv = 2, 1000, 4, 2
+    x = x_of((b, s, h, d), seed)
+    q, descale = fp8attn.quantize(x, granularity=granularity, heads_kv=hkv, smooth=smooth, rotate=rotate, seed=9)
+    torch.cuda.synchronize()
+    y = reference_y(x, 9, rotate, smooth)
+    if granularity == "tensor":
+        want = y.abs().amax().reshape(1) / E4M3_MAX
+        scale = want.reshape(1, 1, 1, 1)
+    elif granularity == "head":
+        want = y.abs().amax(dim=(1, 3)).reshape(b, hkv, h // hkv).amax(dim=2) / E4M3_MAX
+        scale = want.repeat_interleave(h // hkv, dim=1)[:, None, :, None]
+    else:
+        nb = -(-s // BLOCK)
+        blocks = torch.nn.functional.pad(y, (0, 0, 0, 0, 0, nb * BLOCK - s)).reshape(b, nb, BLOCK, h, d)
+        want = blocks.abs().amax(dim=(2, 4)).permute(0, 2, 1)  # [b, h, blocks]
+        scale = want.permute(0, 2, 1).repeat_interleave(BLOCK, dim=1)[:, :s, :, None] / E4M3_MAX
+        want = want / E4M3_MAX
+    assert descale.shape == want.shape and descale.dtype == torch.float32
+    assert ((descale.double() - want) / want).abs().max().item() < 1e-6
+    z = y / scale
+    ref = z.clamp(-E4M3_MAX, E4M3_MAX).float().to(torch.float8_e4m3fn).double()
+    got = q.double()
+    wrong = (got != ref) & ~near_midpoint(z, got, ref)
+    assert int(wrong.sum()) == 0, f"{int(wrong.sum())} of {got.numel()} e4m3 values differ"
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_int8_per_block(d, seed):
+    x = x_of((1, 700, 3, d), seed, dtype=torch.float16) if any(
+        k["name"].startswith("fp8attn_sm90_quantize_apply_f16_i8") for k in fp8attn.list_kernels()) \
+        else x_of((1, 700, 3, d), seed)
+    q, descale = fp8attn.quantize(x, dtype="int8", granularity="block", smooth=True, rotate=True, seed=1)
+    torch.cuda.synchronize()
+    y = reference_y(x, 1, True, True)
+    nb = descale.shape[-1]
+    scale = descale.double().permute(0, 2, 1).repeat_interleave(BLOCK, dim=1)[:, :700, :, None]
+    z = y / scale
+    near_half = ((z - z.floor()) - 0.5).abs() < 1e-4
+    wrong = (q.double() != z.round().clamp(-127, 127)) & ~near_half
+    assert q.dtype == torch.int8 and nb == -(-700 // BLOCK)
+    assert int(wrong.sum()) == 0 and int(q.abs().max()) <= 127
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_pipeline_matches_attention_and_needs_no_transpose(causal, seed):
+    """q, k, v in BF16 -> fp8attn.quantize (K smoothed, Q and K rotated, V written as key-permuted V^T) ->
+    fmha_fwd(v_key_permuted=True): the same output bits as the same quantized values through the transposing
+    call, and within FP8 accuracy of float64 attention on the unquantized inputs."""
+    b, s, hq, hkv, d = 2, 1500, 8, 2, 128
+    q, k, v = (x_of((b, s, h, d), seed + i, offset=off) for i, (h, off) in enumerate(((hq, 0.0), (hkv, 2.0), (hkv, 0.0))))
+    q8, qd = fp8attn.quantize(q, rotate=True, seed=5)
+    k8, kd = fp8attn.quantize(k, smooth=True, rotate=True, seed=5)
+    v8, vd = fp8attn.quantize(v)
+    vt, vtd = fp8attn.quantize(v, layout="vt_kperm")
+    torch.cuda.synchronize()
+    assert torch.equal(vd, vtd)
+    assert vt.shape == v.shape and vt.stride(1) == 1
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=causal)
+    want = fp8attn.fmha_fwd(q8, k8, v8, **kw)
+    if not any(kk.get("v_key_permuted") and kk["head_dim"] == d and kk["causal"] == causal
+               for kk in fp8attn.list_kernels()):
+        pytest.skip("this build has no vkperm instance for D=128")
+    assert "_vkperm" in fp8attn.select_kernel(q8, k8, vt, v_key_permuted=True, **kw)
+    got = fp8attn.fmha_fwd(q8, k8, vt, v_key_permuted=True, **kw)
+    torch.cuda.synchronize()
+    assert torch.equal(got, want)
+    # Rotation and smoothing are exact: the output approximates attention on the original q, k, v.
+    g = hq // hkv
+    qh, kh, vh = q.double().transpose(1, 2), k.double().transpose(1, 2), v.double().transpose(1, 2)
+    sc = qh @ kh.repeat_interleave(g, 1).transpose(-1, -2) / math.sqrt(d)
+    if causal:
+        sc = sc.masked_fill(~torch.ones(s, s, dtype=torch.bool, device="cuda").tril(), float("-inf"))
+    ref = (torch.softmax(sc, -1) @ vh.repeat_interleave(g, 1)).transpose(1, 2)
+    err = ((got.double() - ref).norm() / ref.norm()).item()
+    assert err < 0.06, f"relative error {err:.4f} vs float64 attention on the unquantized inputs"
+
+
+def test_non_finite_inputs_and_static_descale(seed):
+    x = x_of((1, 128, 2, 64), seed)
+    x[0, 3, 0, 5], x[0, 4, 1, 6], x[0, 5, 0, 7] = float("inf"), float("-inf"), float("nan")
+    finite = torch.nan_to_num(x.float(), nan=0.0, posinf=0.0, neginf=0.0)
+    q, descale = fp8attn.quantize(x)
+    torch.cuda.synchronize()
+    assert abs(descale.item() - finite.abs().max().item() / E4M3_MAX) < 1e-7, "the amax ignores Inf/NaN"
+    assert q[0, 3, 0, 5].float().item() == 448.0 and q[0, 4, 1, 6].float().item() == -448.0
+    assert math.isnan(q[0, 5, 0, 7].float().item())
+    q8, _ = fp8attn.quantize(x, dtype="int8")
+    assert (q8[0, 3, 0, 5].item(), q8[0, 4, 1, 6].item(), q8[0, 5, 0, 7].item()) == (127, -127, 0)
+    static = torch.full((1,), 0.5, device="cuda")
+    qs, ds = fp8attn.quantize(x, descale=static)
+    torch.cuda.synchronize()
+    assert ds is static
+    z = (x.float() / 0.5).clamp(-448, 448)
+    keep = torch.isfinite(x)
+    assert torch.equal(qs.float()[keep], z.to(torch.float8_e4m3fn).float()[keep]), "static: x / descale, saturated"
+
+
+def test_errors(seed):
+    x = x_of((1, 64, 2, 64), seed)
+    with pytest.raises(ValueError, match="x: dtype torch.float8_e4m3fn"):
+        fp8attn.quantize(x.to(torch.float8_e4m3fn))
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
+        fp8attn.quantize(x.cpu())
+    with pytest.raises(ValueError, match="output_type must be e4m3"):
+        fp8attn.quantize(x, dtype="int8", layout="vt")
+    with pytest.raises(ValueError, match="head_dim=96"):
+        fp8attn.quantize(x_of((1, 64, 2, 96), seed))
+    with pytest.raises(ValueError, match="granularity=block"):
+        fp8attn.quantize(x, granularity="block", descale=torch.ones(1, device="cuda"))
+    with pytest.raises(ValueError, match="heads_kv=3"):
+        fp8attn.quantize(x, heads_kv=3)
+    empty, d0 = fp8attn.quantize(x[:, :0])
+    assert empty.shape == (1, 0, 2, 64) and d0.shape == (1,)
+
+
+def test_cuda_graph_replay(seed):
+    x = x_of((2, 500, 4, 128), seed)
+    q0, d0 = fp8attn.quantize(x, granularity="head", smooth=True, rotate=True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        q1, d1 = fp8attn.quantize(x, granularity="head", smooth=True, rotate=True)
+    x.mul_(2)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(d1, d0 * 2), "replayed on the new values"
+    assert torch.equal(q1.view(torch.uint8), q0.view(torch.uint8)), "x * 2 with descale * 2: the same bytes"
