@@ -9,7 +9,7 @@ printed with every result). Perplexity over non-overlapping windows of each --wi
 window but the first predicted from the ones before it.
 
     python3 bench/real_model_perplexity.py --gguf /path/SmolLM2-135M-Instruct.Q4_1.gguf \
-        --modes sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate --windows 2048,8192 --csv out.csv --generate
+        --modes sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate,int8_qk --windows 2048,8192 --csv out.csv --generate
 
 A CPU check of the script itself (no fp8attn involved): --device cpu --dtype float32 --modes sdpa --windows 1024
 --max-tokens 8192 gives 13.4430 with Python 3.11.7's corpus.
@@ -109,7 +109,7 @@ def generate(model, tokenizer, prompts, max_new_tokens, device, batched):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gguf", required=True, help="path of SmolLM2-135M-Instruct.Q4_1.gguf")
-    ap.add_argument("--modes", default="sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate")
+    ap.add_argument("--modes", default="sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate,int8_qk")
     ap.add_argument("--windows", default="2048,8192")
     ap.add_argument("--max-windows", type=int, default=0, help="per window size; 0: the whole corpus")
     ap.add_argument("--max-tokens", type=int, default=0, help="use only the corpus's first N tokens")

@@ -1,6 +1,7 @@
 """fp8attn: FP8 attention for NVIDIA Hopper (ahead-of-time Triton kernels in a C++ library), for torch.
 
     import fp8attn
+    o = fp8attn.attention(q, k, v, mode="int8_qk", causal=True)   # BF16 in: quantized on the GPU, then attention
     q8, qd = fp8attn.quantize(q)                 # on the GPU: per tensor, head or 64-token block, e4m3 or int8
     q8, qd = fp8attn.quantize_e4m3(q)            # in torch; quantize_e4m3_per_head for [B, H_kv] descales
     k8, kd = fp8attn.quantize_e4m3(k)
@@ -16,13 +17,14 @@ from ._fp8attn_ext import find_kernel, flops, list_kernels, list_operations, tri
 
 __version__ = _fp8attn_ext.__version__
 
-_TORCH_API = ("fmha_fwd", "select_kernel", "workspace_size", "transpose_v", "quantize", "quantize_e4m3",
-              "quantize_e4m3_per_head", "E4M3_MAX", "transform_qk", "DelayedScaling", "ops")
+_TORCH_API = ("fmha_fwd", "select_kernel", "workspace_size", "transpose_v", "quantize", "attention", "MODES",
+              "quantize_e4m3", "quantize_e4m3_per_head", "E4M3_MAX", "transform_qk", "DelayedScaling", "ops")
 
 try:
     from .fmha import fmha_fwd, select_kernel, transpose_v, workspace_size
     from .quant import E4M3_MAX, DelayedScaling, quantize_e4m3, quantize_e4m3_per_head, transform_qk
     from .quantize_op import quantize
+    from .modes import MODES, attention
     from . import ops  # registers torch.ops.fp8attn.fmha_fwd and fmha_fwd_lse
 except ImportError as _e:
     if _e.name != "torch":

@@ -1,10 +1,13 @@
-"""fp8attn as PyTorch operators (torch.library): fp8attn::fmha_fwd and fp8attn::fmha_fwd_lse.
+"""fp8attn as PyTorch operators (torch.library): fp8attn::fmha_fwd, fp8attn::fmha_fwd_lse, fp8attn::quantize.
 
 Registered custom operators with fixed schemas, so that torch.compile (fullgraph=True) can trace through them,
 CUDA graphs can capture them, and fake tensors give their output shapes without running anything:
 
     torch.ops.fp8attn.fmha_fwd(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout) -> O
     torch.ops.fp8attn.fmha_fwd_lse(...same...) -> (O, LSE)
+
+    torch.ops.fp8attn.quantize(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, static_descale)
+        -> (x_q, descale)       as fp8attn.quantize (heads_kv 0: x's heads; a static descale comes back copied)
 
 Two operators rather than one with a flag: a schema's return type cannot depend on an argument, and asking for
 LSE can change which kernel runs (the fastest non-causal instance does not write it). Arguments as in
@@ -18,6 +21,7 @@ from typing import Optional, Tuple
 import torch
 
 from . import fmha as _fmha
+from . import quantize_op as _quantize
 
 _OUTPUT_DTYPE = torch.bfloat16
 
@@ -54,6 +58,24 @@ def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout):
     return torch.empty_like(q, dtype=_OUTPUT_DTYPE), q.new_empty(_lse_shape(q, layout), dtype=torch.float32)
 
 
+@torch.library.custom_op("fp8attn::quantize", mutates_args=(), device_types="cuda")
+def quantize(x: torch.Tensor, dtype: str, granularity: str, heads_kv: int, smooth: bool, rotate: bool, seed: int,
+             layout: str, static_descale: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+    x_q, descale = _quantize.quantize(x, dtype=dtype, granularity=granularity, heads_kv=heads_kv or None,
+                                      smooth=smooth, rotate=rotate, seed=seed, layout=layout, descale=static_descale)
+    # An operator's outputs may not alias its inputs: a static descale comes back as a copy.
+    return x_q, descale.clone() if static_descale is not None else descale
+
+
+@quantize.register_fake
+def _(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, static_descale):
+    b, s, h, d = x.shape
+    x_q = _quantize.empty_output(x, dtype, layout)
+    if static_descale is not None:
+        return x_q, torch.empty_like(static_descale)
+    return x_q, x.new_empty(_quantize.descale_shape(b, s, h, heads_kv or h, granularity), dtype=torch.float32)
+
+
 def _inference_only(ctx, *grads):
     raise RuntimeError("fp8attn::fmha_fwd is inference-only: it has no backward (use a BF16 attention for training)")
 
@@ -64,3 +86,4 @@ def _save_nothing(ctx, inputs, output):
 
 fmha_fwd.register_autograd(_inference_only, setup_context=_save_nothing)
 fmha_fwd_lse.register_autograd(_inference_only, setup_context=_save_nothing)
+quantize.register_autograd(_inference_only, setup_context=_save_nothing)

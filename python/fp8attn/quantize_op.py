@@ -46,21 +46,16 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
     heads_kv = h if heads_kv is None else int(heads_kv)
     if heads_kv <= 0 or h % heads_kv:
         raise ValueError(f"heads_kv={heads_kv}: must divide the {h} heads of x")
-    out_dtype = _OUTPUT_DTYPES[dtype]
-    if layout == "bshd":
-        out = torch.empty((b, s, h, d), dtype=out_dtype, device=x.device)
-    else:
-        align = _ext.VT_SEQ_ALIGN
-        out = torch.empty((b, h, d, (s + align - 1) // align * align), dtype=out_dtype, device=x.device)
+    storage = _empty_storage(x, dtype, layout)
     if descale is not None:
         if not isinstance(descale, torch.Tensor) or descale.dtype != torch.float32:
             raise ValueError("descale: a static descale must be a float32 tensor")
         static, computed = descale, None
     else:
-        shape = {"tensor": (1,), "head": (b, heads_kv), "block": (b, h, -(-s // BLOCK_TOKENS))}[granularity]
+        shape = descale_shape(b, s, h, heads_kv, granularity)
         static, computed = None, torch.empty(shape, dtype=torch.float32, device=x.device)
     stream, current = _fmha._stream_and_device(x)
-    call = (x, out, computed, static, _GRANULARITIES[granularity], _LAYOUTS[layout], heads_kv if granularity == "head"
+    call = (x, storage, computed, static, _GRANULARITIES[granularity], _LAYOUTS[layout], heads_kv if granularity == "head"
             else 0, bool(smooth), bool(rotate), int(seed) & 0xFFFFFFFF, stream, _fmha._workspace_alloc,
             _fmha._workspace_free)
     if current:
@@ -70,6 +65,28 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
             _ext.quantize(*call)
     if x.numel() == 0 and computed is not None:
         computed.fill_(1.0)  # nothing was quantized; the library writes no descale for an empty tensor
-    if layout != "bshd":
-        out = out[..., :s].permute(0, 3, 1, 2)  # [B, S, H, D] view of V^T
-    return out, (static if static is not None else computed)
+    return _view(storage, s, layout), (static if static is not None else computed)
+
+
+def descale_shape(batch, seqlen, heads, heads_kv, granularity):
+    """The descale tensor's shape for a granularity (x [batch, seqlen, heads, D])."""
+    return {"tensor": (1,), "head": (batch, heads_kv), "block": (batch, heads, -(-seqlen // BLOCK_TOKENS))}[granularity]
+
+
+def _empty_storage(x, dtype, layout):
+    """The tensor the library writes: x_q [B, S, H, D], or V^T [B, H, D, S_pad] (S_pad: S rounded up to 32)."""
+    b, s, h, d = x.shape
+    if layout == "bshd":
+        return torch.empty((b, s, h, d), dtype=_OUTPUT_DTYPES[dtype], device=x.device)
+    align = _ext.VT_SEQ_ALIGN
+    return torch.empty((b, h, d, (s + align - 1) // align * align), dtype=_OUTPUT_DTYPES[dtype], device=x.device)
+
+
+def _view(storage, seqlen, layout):
+    """The [B, S, H, D] view of what the library wrote (V^T: sequence-contiguous)."""
+    return storage if layout == "bshd" else storage[..., :seqlen].permute(0, 3, 1, 2)
+
+
+def empty_output(x, dtype, layout):
+    """An uninitialized x_q as quantize returns it (shape, dtype and strides): for fake tensors."""
+    return _view(_empty_storage(x, dtype, layout), x.shape[1], layout)

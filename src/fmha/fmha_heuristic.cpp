@@ -175,6 +175,9 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
                     " output_type=" + to_string(p.output_type) + " head_dim=" + std::to_string(p.head_dim) +
                     " causal=" + (p.causal ? "true" : "false") +
                     (args.v_key_permuted ? " v_key_permuted=true (only the vkperm instances read it)" : "") +
+                    (args.q_descale.stride_block || args.k_descale.stride_block
+                         ? " with per-block q/k descales (only the bdesc instances apply them: INT8 Q.K^T)"
+                         : "") +
                     " (FP8ATTN_KERNELS filtered it out of this build?)");
 }
 

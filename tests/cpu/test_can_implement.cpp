@@ -390,6 +390,50 @@ int main() {
     Need bf16 = instance(DataType::kBF16, 128, false);
     expect_error(a, StatusCode::kErrorInvalidProblem, "v.stride_d=512", "bf16 V must be head_dim-contiguous", {&bf16});
   }
+  // INT8 Q.K^T: int8 Q and K with per-block descales ([batch, heads, blocks] from Quantize), e4m3 V.
+  {
+    Need const int8_qk = instance(DataType::kI8, 128, false, "INT8 Q.K^T bdesc",
+                                  [](FmhaDescription const& op) { return op.block_descale && op.v_type == DataType::kE4M3; });
+    int64_t const blocks = 8192 / fp8attn::fmha::kDescaleBlockTokens;
+    auto a = valid_fp8();
+    a.problem.input_type = DataType::kI8;
+    a.q_descale = DescaleRef::per_block_q(fake_float(0x500000), 8, blocks);
+    a.k_descale = DescaleRef::per_block_k(fake_float(0x540000), 8, blocks);
+    expect_ok(a, "int8 Q, K with per-block descales", {&int8_qk});
+    if (applicable("int8 picks a bdesc instance", {&int8_qk})) {
+      std::string name;
+      CHECK(Fmha::select_kernel(a, &name).ok() && contains(name, "_i8_e4m3_") && contains(name, "_bdesc"), name);
+    }
+    auto per_tensor = a;  // per-tensor descales also work on bdesc instances (zero block strides)
+    per_tensor.q_descale = DescaleRef::per_tensor(fake_float(0x500000));
+    per_tensor.k_descale = DescaleRef::per_tensor(fake_float(0x500010));
+    expect_ok(per_tensor, "int8 with per-tensor descales", {&int8_qk});
+    auto null_descale = a;
+    null_descale.k_descale.ptr = nullptr;
+    expect_error(null_descale, StatusCode::kErrorNullPointer, "k_descale.ptr is null", "int8 needs descales", {&int8_qk});
+    auto v_blocks = a;
+    v_blocks.v_descale.stride_block = 1;
+    expect_error(v_blocks, StatusCode::kErrorInvalidProblem, "v_descale.stride_block=1", "per-block v descales",
+                 {&int8_qk});
+    auto k_per_query_head = a;
+    k_per_query_head.k_descale.stride_head_q = 1;
+    expect_error(k_per_query_head, StatusCode::kErrorInvalidProblem, "k_descale.stride_head_q=1",
+                 "k descale by query head", {&int8_qk});
+    auto negative = a;
+    negative.q_descale.stride_block = -1;
+    expect_error(negative, StatusCode::kErrorInvalidProblem, "stride_block=-1", "negative block stride", {&int8_qk});
+    auto huge = a;
+    huge.q_descale.stride_block = int64_t(1) << 60;
+    expect_error(huge, StatusCode::kErrorInvalidProblem, "address within 64 bits", "block stride overflow", {&int8_qk});
+    // Per-block descales on e4m3: no e4m3 instance applies them.
+    auto fp8_blocks = valid_fp8();
+    fp8_blocks.q_descale = a.q_descale;
+    expect_error(fp8_blocks, StatusCode::kErrorNotSupported, "only the bdesc instances apply them",
+                 "per-block descales on e4m3");
+    auto per_query_head = valid_fp8();  // [batch, heads_q] q descales: every FP8 instance reads them
+    per_query_head.q_descale = {fake_float(0x500000), 8, 0, 1, 0};
+    expect_ok(per_query_head, "q descale per query head", {&kFp8Base});
+  }
   { auto a = valid_fp8(); a.v_descale.ptr = nullptr; expect_error(a, StatusCode::kErrorNullPointer, "v_descale.ptr is null", "fp8 descale"); }
   { auto a = valid_fp8(); a.q_descale.ptr = fake_float(0x500002); expect_error(a, StatusCode::kErrorMisalignedOperand, "q_descale.ptr=", "descale align"); }
   { auto a = valid_fp8(); a.lse = reinterpret_cast<float*>(0x600004); expect_error(a, StatusCode::kErrorMisalignedOperand, "lse=", "lse align"); }

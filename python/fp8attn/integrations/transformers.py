@@ -11,19 +11,23 @@ None). The function runs fp8attn when it can give the right answer and torch's S
 
   fp8attn   no attention mask, or a mask transformers left out because it is plain causal: prefill, decode steps
             (S_q < S_k: causal bottom-right aligned, as a KV cache needs) and GQA/MQA as they come; q/k/v are
-            read in place in the (B, H, S, D) layout. Modes:
+            read in place in the (B, H, S, D) layout and quantized on the GPU (fp8attn.modes, whose table
+            gives what each mode costs in perplexity). Modes:
               "fp8"           q, k, v quantized to e4m3 with one descale each (amax / 448) on every call;
               "fp8_per_head"  one descale per (batch, kv head) (the FlashAttention-3 convention);
               "fp8_smooth_rotate"  K smoothed (its mean key removed) and Q, K rotated by one random-sign
                               Hadamard matrix before the per-tensor quantization: both exact in real
-                              arithmetic, both done in torch here (issue 7 moves them into a kernel);
+                              arithmetic, both fused into the quantization kernel;
+              "int8_qk"       Q and K in int8 with one descale per 64 tokens, K smoothed; V e4m3 (the INT8
+                              instances: head_dim 64 and 128);
               "fp8_guarded"   "fp8" under a QualityGuard (fp8attn.guard) per layer: a sampled comparison with
                               BF16 every 64 calls switches a layer whose FP8 error exceeds 15% to BF16 for good
                               (guard_report() says which, and when);
               "bf16"          fp8attn's BF16 kernel (inputs cast to bf16).
   SDPA      an attention-mask tensor (padding, packed sequences, any custom mask), dropout in training, logit
             soft-capping, sliding windows, a non-causal layer, keyword arguments it does not implement
-            (cu_seq_lens_*, attention sinks, ...), or a head dim / dtype this build has no instance for. Each reason is warned about once per process (warnings.warn), and counted in
+            (cu_seq_lens_*, attention sinks, ...), or a head dim / dtype this build has no instance for. Each
+            reason is warned about once per process (warnings.warn), and counted in
             fallback_counts() so that a test or a benchmark can tell what ran.
 
 The mask pitfall: transformers builds masks per attention implementation and, for a name not registered with
@@ -42,9 +46,9 @@ import torch
 
 from .. import ops  # noqa: F401  (registers torch.ops.fp8attn.*)
 from ..guard import QualityGuard
-from ..quant import quantize_e4m3, quantize_e4m3_per_head, transform_qk
+from ..modes import attention
 
-MODES = ("fp8", "fp8_per_head", "fp8_smooth_rotate", "fp8_guarded", "bf16")
+MODES = ("fp8", "fp8_per_head", "fp8_smooth_rotate", "int8_qk", "fp8_guarded", "bf16")
 DEFAULT_NAME = "fp8attn"
 
 _mode = "fp8"
@@ -128,7 +132,7 @@ def _unsupported(module, query, key, value, attention_mask, dropout, softcap, sl
     if query.dtype not in (torch.bfloat16, torch.float16):
         return f"dtype {query.dtype} (fp8attn takes bfloat16 or float16 models)"
     # The types the mode runs (the guarded mode can switch a layer to BF16).
-    types = {"bf16": ("bf16",), "fp8_guarded": ("e4m3", "bf16")}.get(_mode, ("e4m3",))
+    types = {"bf16": ("bf16",), "fp8_guarded": ("e4m3", "bf16"), "int8_qk": ("i8",)}.get(_mode, ("e4m3",))
     if value.shape[-1] != query.shape[-1]:
         return f"a value head_dim ({value.shape[-1]}) other than the query's ({query.shape[-1]})"
     for qk_type in types:
@@ -164,23 +168,12 @@ def _sdpa(query, key, value, attention_mask, dropout, scaling, causal):
 
 
 def _fp8attn(query, key, value, scaling, mode):
-    scale = float(scaling) if scaling else 0.0  # 0: the library's 1/sqrt(D)
-    if mode == "bf16":
-        q, k, v = (t.to(torch.bfloat16) for t in (query, key, value))
-        qd = kd = vd = None
-    elif mode == "fp8_smooth_rotate":
-        query, key = transform_qk(query, key, layout="bhsd")
-        (q, qd), (k, kd), (v, vd) = (quantize_e4m3(t) for t in (query, key, value))
-    elif mode == "fp8_per_head":
-        heads_kv = key.shape[1]
-        q, qd = quantize_e4m3_per_head(query, heads_kv=heads_kv, layout="bhsd")
-        k, kd = quantize_e4m3_per_head(key, layout="bhsd")
-        v, vd = quantize_e4m3_per_head(value, layout="bhsd")
-    else:
-        (q, qd), (k, kd), (v, vd) = (quantize_e4m3(t) for t in (query, key, value))
+    """(B, S_q, H_q, D) from transformers' (B, H, S, D) tensors in an accuracy mode (fp8attn.modes: the
+    quantization runs on the GPU as fp8attn::quantize, then fp8attn::fmha_fwd)."""
     # Causal is bottom-right aligned: with S_q < S_k (decode steps, a cache) each query sees the keys up to its
     # own position; with S_q == 1 that is every key.
-    out = torch.ops.fp8attn.fmha_fwd(q, k, v, qd, kd, vd, scale, True, "bhsd")
+    out = attention(query, key, value, mode=mode, causal=True, softmax_scale=float(scaling) if scaling else None,
+                    layout="bhsd")
     return out.transpose(1, 2)
 
 
