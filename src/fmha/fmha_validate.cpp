@@ -248,8 +248,8 @@ Status validate(Arguments const& args) {
   if (args.lse && reinterpret_cast<uintptr_t>(args.lse) % kPointerAlign != 0) {
     return misaligned("lse=" + ptr_text(args.lse) + " is not 16-byte aligned");
   }
-  int64_t const q_blocks = (p.seqlen_q + kDescaleBlockTokens - 1) / kDescaleBlockTokens;
-  int64_t const k_blocks = (p.seqlen_k + kDescaleBlockTokens - 1) / kDescaleBlockTokens;
+  int64_t const q_blocks = (int64_t{p.seqlen_q} + kDescaleBlockTokens - 1) / kDescaleBlockTokens;
+  int64_t const k_blocks = (int64_t{p.seqlen_k} + kDescaleBlockTokens - 1) / kDescaleBlockTokens;
   if (Status s = check_descale("q_descale", args.q_descale, fp8, b, hkv, hq, q_blocks); !s) return s;
   if (Status s = check_descale("k_descale", args.k_descale, fp8, b, hkv, 0, k_blocks); !s) return s;
   if (Status s = check_descale("v_descale", args.v_descale, fp8, b, hkv, 0, 0); !s) return s;

@@ -199,8 +199,10 @@ class Generator {
   }
 
   void mutate_descale(Rng& r, Args& a, DescaleRef& ds) const {
-    switch (r.below(5)) {
+    switch (r.below(7)) {
       case 0: ds.ptr = nullptr; break;
+      case 5: ds.stride_head_q = interesting_stride(r, a.problem.head_dim); break;  // refused for k and v
+      case 6: ds.stride_block = interesting_stride(r, a.problem.head_dim); break;   // refused for v
       case 1: ds.ptr = reinterpret_cast<float const*>(reinterpret_cast<uintptr_t>(ds.ptr ? ds.ptr : address(0x50000000)) + r.pick<int64_t>({1, 2, 3, 4})); break;
       case 2: ds.stride_b = interesting_stride(r, a.problem.head_dim); break;
       case 3: ds.stride_h = interesting_stride(r, a.problem.head_dim); break;
@@ -287,8 +289,8 @@ inline std::string describe(Args const& a) {
   };
   auto descale = [](char const* n, DescaleRef const& d) {
     char buffer[120];
-    std::snprintf(buffer, sizeof(buffer), " %s={%p b=%lld h=%lld}", n, static_cast<void const*>(d.ptr),
-                  (long long)d.stride_b, (long long)d.stride_h);
+    std::snprintf(buffer, sizeof(buffer), " %s={%p b=%lld h=%lld hq=%lld blk=%lld}", n, static_cast<void const*>(d.ptr),
+                  (long long)d.stride_b, (long long)d.stride_h, (long long)d.stride_head_q, (long long)d.stride_block);
     return std::string(buffer);
   };
   char head[300];

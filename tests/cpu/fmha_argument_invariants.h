@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fp8attn/fmha/device/fmha_fwd.h"
@@ -211,9 +212,13 @@ inline std::vector<Violation> check(Args const& a, Observation const& obs, Tally
       // LSE is a packed [batch, heads_q, seqlen_q] float32 array.
       {"lse", {{"stride_b", hq * sq, b}, {"stride_h", sq, hq}, {"stride_s", 1, sq}}, 4, a.lse != nullptr},
   };
-  for (auto [name, ref] : {std::pair<char const*, DescaleRef const*>{"q_descale", &a.q_descale},
-                           {"k_descale", &a.k_descale}, {"v_descale", &a.v_descale}}) {
-    operands.push_back({name, {{"stride_b", ref->stride_b, b}, {"stride_h", ref->stride_h, hkv}}, 4, ref->ptr != nullptr});
+  for (auto [name, ref, seqlen] : {std::tuple<char const*, DescaleRef const*, int64_t>{"q_descale", &a.q_descale, sq},
+                                   {"k_descale", &a.k_descale, sk}, {"v_descale", &a.v_descale, sk}}) {
+    int64_t const blocks = (seqlen + 63) / 64;  // per-block descales: one per 64 query rows (q) or keys (k)
+    operands.push_back({name,
+                        {{"stride_b", ref->stride_b, b}, {"stride_h", ref->stride_h, hkv},
+                         {"stride_head_q", ref->stride_head_q, hq}, {"stride_block", ref->stride_block, blocks}},
+                        4, ref->ptr != nullptr});
   }
   for (Operand const& op : operands) {
     if (!op.present) continue;
