@@ -8,6 +8,8 @@
 #              and build/bench/fp8attn_bench_host_overhead (C++), under a minute
 #   sweep      bench/sweep_gluon.py: the Gluon kernel's switches side by side on the suite's D=64 and D=128
 #              points (SWEEP_VARIANTS overrides the list), about a minute; needs no build
+#   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
+#              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +49,11 @@ if step sweep; then
   timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims 64,128 --csv "$OUT/sweep.csv" \
     > "$OUT/sweep.txt" 2>&1 || status=1
   tail -50 "$OUT/sweep.txt"
+fi
+if step modes; then
+  PYTHONPATH=build/python timeout 420 python3 bench/accuracy_modes.py --accuracy --speed --csv "$OUT/accuracy_modes.csv" \
+    --plot "$OUT/accuracy_modes.png" > "$OUT/modes.txt" 2>&1 || status=1
+  tail -40 "$OUT/modes.txt"
 fi
 if step sanitize; then
   OUT="$OUT" scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1 || status=1
