@@ -52,6 +52,31 @@ def quantize_for(mode, q, k, v):
     return q8, k8, v8, qd, kd, vd
 
 
+def attention_fused(q, k, v, *, mode="fp8", causal=False, softmax_scale=None):
+    """As attention() for [B, S, H, D] inputs, through the C++ handle fmha::device::FmhaFwdQuantized: one crossing
+    into C++ per call, V quantized straight into the layout P.V reads; not a torch operator (no torch.compile
+    tracing). Returns O [B, S, H_q, D] bfloat16."""
+    from . import _fp8attn_ext as ext
+    from . import fmha as _fmha
+
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: expected one of {MODES}")
+    out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+    stream, current = _fmha._stream_and_device(q)
+    call = (q, k, v, out, _CPP_MODES[mode], bool(causal), float(softmax_scale or 0.0), 0, stream,
+            _fmha._workspace_alloc, _fmha._workspace_free)
+    if current:
+        ext.fmha_fwd_quantized(*call)
+    else:
+        with torch.cuda.device(q.device):
+            ext.fmha_fwd_quantized(*call)
+    return out
+
+
+# fp8attn::fmha::AccuracyMode's order.
+_CPP_MODES = {"fp8": 0, "fp8_per_head": 1, "fp8_smooth_rotate": 2, "int8_qk": 3, "bf16": 4}
+
+
 def attention(q, k, v, *, mode="fp8", causal=False, softmax_scale=None, layout="bshd"):
     """Attention over BF16/FP16 q, k, v ([B, S, H, D] for "bshd", [B, H, S, D] for "bhsd"; GQA: fewer k/v heads)
     in an accuracy mode (MODES); returns O in q's layout, bfloat16."""

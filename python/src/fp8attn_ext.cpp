@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "fp8attn/fmha/device/fmha_fwd.h"
+#include "fp8attn/fmha/device/fmha_fwd_quantized.h"
 #include "fp8attn/fmha/device/transpose_v.h"
 #include "fp8attn/library/operation.h"
 #include "fp8attn/quant/device/quantize.h"
@@ -413,6 +414,45 @@ void quantize(nb::handle x_obj, nb::handle out_obj, nb::handle descale_obj, nb::
   initialize_and_run(op, a, Quantize::get_workspace_size(a), stream_handle, allocate, release);
 }
 
+/// BF16 q, k, v [batch, seqlen, heads, head_dim] -> `out` (bf16, preallocated) through FmhaFwdQuantized in
+/// accuracy mode `mode` (fp8attn::fmha::AccuracyMode's order). Returns the attention instance's name.
+char const* fmha_fwd_quantized(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle out_obj, int mode,
+                               bool causal, float softmax_scale, uint32_t seed, uintptr_t stream_handle,
+                               nb::handle allocate, nb::handle release) {
+  using fp8attn::fmha::device::FmhaFwdQuantized;
+  TensorView q = read("q", q_obj), k = read("k", k_obj), v = read("v", v_obj), out = read("out", out_obj);
+  for (auto [name, view] : {std::pair<char const*, TensorView*>{"q", &q}, {"k", &k}, {"v", &v}, {"out", &out}}) {
+    check_rank(name, *view, 4, "[batch, seqlen, heads, head_dim]");
+  }
+  if (q.device < 0) raise_value_error("q: must be a CUDA tensor, got a CPU tensor");
+  check_device("k", k, q.device);
+  check_device("v", v, q.device);
+  check_device("out", out, q.device);
+  if (q.dtype != fp8attn_py::kTorchBF16 && q.dtype != fp8attn_py::kTorchF16) {
+    raise_value_error("q: dtype ", dtype_name(q), " is not supported; expected torch.bfloat16 or torch.float16");
+  }
+  for (auto [name, view] : {std::pair<char const*, TensorView*>{"k", &k}, {"v", &v}}) {
+    if (view->dtype != q.dtype) raise_value_error(name, ": dtype ", dtype_name(*view), " differs from q's ", dtype_name(q));
+  }
+  if (out.dtype != fp8attn_py::kTorchBF16) raise_value_error("out: dtype ", dtype_name(out), " must be torch.bfloat16");
+  if (mode < 0 || mode > static_cast<int>(fp8attn::fmha::AccuracyMode::kBf16)) raise_value_error("mode=", mode, " is not a mode");
+  FmhaFwdQuantized::Arguments a;
+  a.problem = {to_int("batch", q.shape[0]), to_int("heads_q", q.shape[2]), to_int("heads_kv", k.shape[2]),
+               to_int("seqlen_q", q.shape[1]), to_int("seqlen_k", k.shape[1]), to_int("head_dim", q.shape[3]), causal,
+               fp8attn_py::data_type_of(q.dtype), DataType::kBF16};
+  a.q = tensor_ref(q);
+  a.k = tensor_ref(k);
+  a.v = tensor_ref(v);
+  a.o = tensor_ref(out);
+  a.softmax_scale = softmax_scale;
+  a.mode = static_cast<fp8attn::fmha::AccuracyMode>(mode);
+  a.rotation_seed = seed;
+  if (Status s = FmhaFwdQuantized::can_implement(a); !s) raise_status(s);
+  FmhaFwdQuantized op;
+  initialize_and_run(op, a, FmhaFwdQuantized::get_workspace_size(a), stream_handle, allocate, release);
+  return op.kernel_name();
+}
+
 nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   nb::dict r;
   r["name"] = d.name;
@@ -488,6 +528,10 @@ NB_MODULE(_fp8attn_ext, m) {
         "BF16/FP16 x -> e4m3/int8 `out` and float32 `descale` on `stream` (fp8attn.quantize is the Python API).\n"
         "granularity: 0 tensor, 1 head, 2 block; layout: 0 bshd, 1 vt, 2 vt_kperm.");
   m.attr("QUANTIZE_BLOCK_TOKENS") = fp8attn::quant::kQuantizeBlockTokens;
+  m.def("fmha_fwd_quantized", &fmha_fwd_quantized, "q"_a, "k"_a, "v"_a, "out"_a, "mode"_a, "causal"_a,
+        "softmax_scale"_a, "seed"_a, "stream"_a, "allocate"_a, "release"_a,
+        "BF16 q, k, v -> out through the C++ FmhaFwdQuantized in accuracy mode `mode` (0 fp8, 1 fp8_per_head,\n"
+        "2 fp8_smooth_rotate, 3 int8_qk, 4 bf16); returns the attention instance's name.");
 
   m.def(
       "workspace_size",

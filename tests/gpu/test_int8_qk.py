@@ -157,3 +157,19 @@ def test_quantize_opcheck_and_compile(seed):
     got, want = compiled(q, k, v), block(q, k, v)
     torch.cuda.synchronize()
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_cpp_handle_gives_the_same_bits(d, seed):
+    """fmha::device::FmhaFwdQuantized (one C++ call: V quantized straight into V^T) against fp8attn.attention
+    (torch operators: quantize, then fmha_fwd with its own V transpose): the same quantized values and kernel."""
+    from fp8attn.modes import attention_fused
+
+    q, k, v = bf16_inputs(2, 777, 777, 8, 2, d, seed)
+    for mode in fp8attn.MODES:
+        if mode == "int8_qk" and not int8_compiled(d, True):
+            continue
+        want = fp8attn.attention(q, k, v, mode=mode, causal=True)
+        got = attention_fused(q, k, v, mode=mode, causal=True)
+        torch.cuda.synchronize()
+        assert torch.equal(got, want), mode
