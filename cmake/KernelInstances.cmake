@@ -54,6 +54,16 @@ add_custom_command(
   VERBATIM)
 list(APPEND FP8ATTN_KERNEL_SOURCES ${_params_header})  # a header: listed so that it is generated first
 
+# The kernels' numerical constants (kernels/common/numerics.py) for C++ references: "generated/numerics.h".
+set(_numerics_header ${FP8ATTN_GENERATED_INCLUDE_DIR}/generated/numerics.h)
+add_custom_command(
+  OUTPUT ${_numerics_header}
+  COMMAND ${FP8ATTN_PYTHON} ${PROJECT_SOURCE_DIR}/codegen/emit_numerics.py --out ${_numerics_header}
+  DEPENDS ${PROJECT_SOURCE_DIR}/codegen/emit_numerics.py ${PROJECT_SOURCE_DIR}/kernels/common/numerics.py
+  COMMENT "fp8attn numerical constants"
+  VERBATIM)
+list(APPEND FP8ATTN_KERNEL_SOURCES ${_numerics_header})
+
 # The registry is this build tree's own (its filter), not the shared kernel folder's.
 set(_registry ${PROJECT_BINARY_DIR}/generated/registry.cpp)
 add_custom_command(

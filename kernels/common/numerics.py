@@ -29,7 +29,7 @@ NEG_BIG = -1.0e30
 DESCALE_BLOCK_TOKENS = 64
 
 # Largest INT8 magnitude used by the symmetric INT8 quantizer (-127..127; -128 is never produced).
-INT8_MAX = 127.0
+INT8_QMAX = 127.0
 
 # The random-sign Hadamard rotation's signs: sign(i) = +1 or -1 from bit 0 of hash(seed, i), a 32-bit integer
 # hash computed the same way by the quantize kernel (kernels/quantize/quantize_triton.py) and by Python

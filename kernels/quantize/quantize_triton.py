@@ -25,10 +25,10 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import constexpr_function
 
-from common.numerics import E4M3_MAX, HASH_INDEX_MUL, HASH_MIX_MUL, HASH_SEED_MUL, INT8_MAX
+from common.numerics import E4M3_MAX, HASH_INDEX_MUL, HASH_MIX_MUL, HASH_SEED_MUL, INT8_QMAX
 
 _E4M3_MAX = tl.constexpr(E4M3_MAX)
-_INT8_MAX = tl.constexpr(INT8_MAX)
+_INT8_MAX = tl.constexpr(INT8_QMAX)
 _SEED_MUL = tl.constexpr(HASH_SEED_MUL)
 _INDEX_MUL = tl.constexpr(HASH_INDEX_MUL)
 _MIX_MUL = tl.constexpr(HASH_MIX_MUL)

@@ -276,6 +276,13 @@ Status Quantize::can_implement(Arguments const& a) {
   return select(a, &instances);
 }
 
+Status Quantize::select_kernel(Arguments const& a, std::string* name) {
+  Instances instances;
+  if (Status s = select(a, &instances); !s) return s;
+  if (name) *name = instances.apply->name;
+  return Status::success();
+}
+
 size_t Quantize::get_workspace_size(Arguments const& a) {
   if (!can_implement(a)) return 0;
   if (a.batch == 0 || a.seqlen == 0) return 0;

@@ -13,10 +13,8 @@ from interpreter_host import HostTensor, decode_e4m3, encode_e4m3, from_bf16_bit
 import numpy as np  # noqa: E402
 import triton  # noqa: E402
 
-from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK  # noqa: E402
+from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK, INT8_QMAX  # noqa: E402
 from fmha_fwd.fmha_fwd_triton import fmha_fwd_kernel  # noqa: E402
-
-INT8_MAX = 127.0
 
 
 def quantize_int8_blocks(x):
@@ -25,7 +23,7 @@ def quantize_int8_blocks(x):
     nb = -(-s // BLOCK)
     padded = np.pad(x, ((0, 0), (0, nb * BLOCK - s), (0, 0), (0, 0))).reshape(b, nb, BLOCK, h, d)
     amax = np.abs(padded).max(axis=(2, 4)).transpose(0, 2, 1)  # [b, h, nb]
-    descale = np.ascontiguousarray(np.where(amax > 0, amax / INT8_MAX, 1.0), dtype=np.float32)
+    descale = np.ascontiguousarray(np.where(amax > 0, amax / INT8_QMAX, 1.0), dtype=np.float32)
     scale = np.repeat(descale.transpose(0, 2, 1), BLOCK, axis=1)[:, :s, :, None].astype(np.float64)
     return np.clip(np.round(x / scale), -127, 127).astype(np.int8), descale
 

@@ -17,7 +17,7 @@ from interpreter_host import (E4M3_VALUES, ROOT, HostTensor, decode_e4m3, encode
 import numpy as np  # noqa: E402
 import triton  # noqa: E402
 
-from common.numerics import E4M3_MAX, INT8_MAX, hadamard_sign  # noqa: E402
+from common.numerics import E4M3_MAX, INT8_QMAX, hadamard_sign  # noqa: E402
 from quantize import quantize_triton as qk  # noqa: E402
 
 BLOCK = 64  # the compiled block (codegen/manifest.py); the kernels take any power of two
@@ -96,7 +96,7 @@ class Quantizer:
         f32 = lambda n, fill=np.nan: HostTensor(np.full(n, fill, np.float32), "float32")  # noqa: E731
         mean = f32(bh * d, 0.0)
         sums, amax = f32(bh * nb * d), f32(bh * nb)  # poisoned: every entry read must have been written
-        qmax = INT8_MAX if self.out_dtype == "i8" else E4M3_MAX
+        qmax = INT8_QMAX if self.out_dtype == "i8" else E4M3_MAX
         if self.smooth:
             launch(qk.quantize_stats_kernel, bh * nb, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=0, **common)
             launch(qk.quantize_reduce_kernel, bh, Partial=sums, Out=mean, count=nb, width=d, divisor=float(s), qmax=qmax,
@@ -178,7 +178,7 @@ class Statistics(unittest.TestCase):
         y = reference_y(values, 11, True, True)
         nb = q.blocks
         blocks = pad_tokens(y, nb * BLOCK).reshape(1, nb, BLOCK, 3, 128)
-        want = np.abs(blocks).max(axis=(2, 4)).transpose(0, 2, 1).reshape(-1) / INT8_MAX  # [b, h, block]
+        want = np.abs(blocks).max(axis=(2, 4)).transpose(0, 2, 1).reshape(-1) / INT8_QMAX  # [b, h, block]
         self.assertLess(np.abs((descale - want) / want).max(), 1e-6)
         scale = descale.astype(np.float64).reshape(1, 3, nb).transpose(0, 2, 1)[:, :, None, :, None]
         z = (blocks / scale).reshape(1, nb * BLOCK, 3, 128)[:, :200]

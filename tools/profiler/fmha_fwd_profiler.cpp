@@ -208,14 +208,7 @@ Row FmhaFwdProfiler::run_candidate(ProblemSpec const& spec, Candidate const& can
 bool FmhaFwdProfiler::profile(ProblemSpec const& spec, StreamHandle stream, Report* report) {
   ProblemTensors tensors;
   if (Status s = tensors.initialize(spec, options_.seed, stream); !s) {
-    Row row;
-    row.operation_kind = name();
-    row.problem = spec;
-    row.provider = "-";
-    row.operation = "-";
-    row.disposition = "failed";
-    row.notes = "inputs: " + s.to_string();
-    report->add(row);
+    report->add(problem_failed(spec, "inputs: " + s.to_string()));
     return device_usable();
   }
 

@@ -4,7 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "fmha_fwd_profiler.h"
+#include "quantize_profiler.h"
 #include "transpose_v_profiler.h"
 
 namespace fp8attn::profiler {
@@ -16,6 +19,43 @@ std::vector<std::unique_ptr<OperationProfiler>> make_profilers(Options const& op
   }
   if (options.operation == "transpose_v" || options.operation == "all") {
     out.push_back(std::make_unique<TransposeVProfiler>(options));
+  }
+  if (options.operation == "quantize" || options.operation == "all") {
+    out.push_back(std::make_unique<QuantizeProfiler>(options));
+  }
+  return out;
+}
+
+std::vector<std::string> OperationProfiler::operation_names() const {
+  std::vector<std::string> names;
+  for (library::Operation const* op : library::operations(kind())) names.push_back(op->description().name);
+  return names;
+}
+
+Row OperationProfiler::problem_failed(ProblemSpec const& spec, std::string const& notes) const {
+  Row row;
+  row.operation_kind = name();
+  row.problem = spec;
+  row.provider = "-";
+  row.operation = "-";
+  row.disposition = "failed";
+  row.notes = notes;
+  return row;
+}
+
+std::vector<ProblemSpec> OperationProfiler::kv_operand_problems(bool (*keep)(DataType),
+                                                                std::optional<DataType> as_type) const {
+  std::vector<ProblemSpec> out;
+  // The attention problems' notes (skipped head pairs) are printed once, by the fmha_fwd profiler.
+  for (ProblemSpec const& p : enumerate_problems(options_, options_.operation == "all" ? nullptr : stderr)) {
+    if (!keep(p.dtype)) continue;
+    ProblemSpec const v{p.batch, p.heads_kv, p.heads_kv, p.seqlen_k, p.seqlen_k, p.head_dim, false,
+                        as_type.value_or(p.dtype), p.layout};
+    bool const seen = std::any_of(out.begin(), out.end(), [&v](ProblemSpec const& o) {
+      return o.batch == v.batch && o.heads_kv == v.heads_kv && o.seqlen_k == v.seqlen_k && o.head_dim == v.head_dim &&
+             o.dtype == v.dtype && o.layout == v.layout;
+    });
+    if (!seen) out.push_back(v);
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // problems from the options, finds its candidates among the compiled operations, verifies and times each one.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ class OperationProfiler {
   /// Its name: the --operation value and the kind column ("fmha_fwd", "transpose_v").
   virtual char const* name() const = 0;
   /// The names of the compiled operations of this kind in this build (what --kernels filters).
-  virtual std::vector<std::string> operation_names() const = 0;
+  virtual std::vector<std::string> operation_names() const;
   /// The problems this profiler takes from the options (the axes or the suite). Throws UsageError, naming the
   /// flag, when an option cannot apply to one of them. Allocates nothing on the device.
   virtual std::vector<ProblemSpec> problems() const = 0;
@@ -50,11 +51,17 @@ class OperationProfiler {
   Row first_row(ProblemSpec const& spec, Candidate const& candidate) const;
   /// `row` marked failed: "<what>: <status>".
   static Row failed(Row row, std::string const& what, Status const& status);
+  /// The row of a problem that failed before any candidate ran (allocation, inputs).
+  Row problem_failed(ProblemSpec const& spec, std::string const& notes) const;
+  /// The K/V operand [batch, seqlen_k, heads_kv, head_dim] of each attention problem of the options, in
+  /// ProblemSpec form (heads_q = heads_kv, seqlen_q = seqlen_k, not causal), duplicates dropped; `keep` filters
+  /// the attention problems by input type, `as_type` (if set) replaces it.
+  std::vector<ProblemSpec> kv_operand_problems(bool (*keep)(DataType), std::optional<DataType> as_type) const;
 
   Options const& options_;
 };
 
-/// The profilers --operation selects: fmha_fwd, transpose_v, or both (all), in that order.
+/// The profilers --operation selects: fmha_fwd, transpose_v, quantize, or all of them, in that order.
 std::vector<std::unique_ptr<OperationProfiler>> make_profilers(Options const& options);
 
 /// Waits for `stream`; on a CUDA error the message names `what`.

@@ -213,10 +213,10 @@ Options parse_options(int argc, char const* const* argv) {
     if (key == "operation") {
       if (value == "fmha_fwd" || value == "fmha") {
         o.operation = "fmha_fwd";
-      } else if (value == "transpose_v" || value == "all") {
+      } else if (value == "transpose_v" || value == "quantize" || value == "all") {
         o.operation = value;
       } else {
-        bad_value(name, value, "unknown operation (supported: fmha_fwd (alias fmha), transpose_v, all)");
+        bad_value(name, value, "unknown operation (supported: fmha_fwd (alias fmha), transpose_v, quantize, all)");
       }
       o.operation_given = true;
     } else if (key == "kernels") {
@@ -307,7 +307,9 @@ Options parse_options(int argc, char const* const* argv) {
   if (o.suite.empty()) check_problem_count(o.axes);
   if (o.inject_fault != Fault::kNone) {
     std::string const flag = std::string("--inject-fault=") + to_string(o.inject_fault);
-    if (o.operation == "transpose_v") throw UsageError(flag + " applies to fmha_fwd only (--operation=transpose_v)");
+    if (o.operation == "transpose_v" || o.operation == "quantize") {
+      throw UsageError(flag + " applies to fmha_fwd only (--operation=" + o.operation + ")");
+    }
     if (!o.verify_device && !o.verify_host) {
       throw UsageError(flag + " checks the verifier, which --verification-providers=none turns off");
     }
@@ -344,8 +346,11 @@ Usage: fp8attn_profiler [--operation=fmha_fwd] [problem flags | --suite=standard
 Operations:
   --operation=fmha_fwd        fmha_fwd (attention forward; alias: fmha), transpose_v (V -> V^T for the FP8
                               kernels, through fmha::device::TransposeV; byte-exact against a host copy, GB/s
-                              counts bytes read + written), or all. transpose_v takes the V operand of each
-                              attention problem: [batch, seqlen_k, heads_kv, head_dim], one-byte types only.
+                              counts bytes read + written), quantize (bf16 -> e4m3/int8 with descales, through
+                              quant::device::Quantize: each accuracy mode's recipe, against a float64 host
+                              reference; GB/s counts bf16 read + bytes written), or all. transpose_v and quantize
+                              take the K/V operand of each attention problem: [batch, seqlen_k, heads_kv,
+                              head_dim]; transpose_v one-byte types only, quantize a bf16 copy.
 
 Problem flags (comma lists and start:end:step ranges, end inclusive; the cartesian product is profiled, at most
 1000000 problems):

@@ -83,27 +83,8 @@ std::string vt_coordinates(int64_t index, TransposeVArguments const& a) {
 
 }  // namespace
 
-std::vector<std::string> TransposeVProfiler::operation_names() const {
-  std::vector<std::string> names;
-  for (library::Operation const* op : library::operations(library::OperationKind::kTransposeV)) {
-    names.push_back(op->description().name);
-  }
-  return names;
-}
-
 std::vector<ProblemSpec> TransposeVProfiler::problems() const {
-  std::vector<ProblemSpec> out;
-  // The attention problems' notes (skipped head pairs) are printed once, by the fmha_fwd profiler.
-  for (ProblemSpec const& p : enumerate_problems(options_, options_.operation == "all" ? nullptr : stderr)) {
-    if (size_of(p.dtype) != 1) continue;
-    ProblemSpec const v{p.batch, p.heads_kv, p.heads_kv, p.seqlen_k, p.seqlen_k, p.head_dim, false, p.dtype, p.layout};
-    bool const seen = std::any_of(out.begin(), out.end(), [&v](ProblemSpec const& o) {
-      return o.batch == v.batch && o.heads_kv == v.heads_kv && o.seqlen_k == v.seqlen_k && o.head_dim == v.head_dim &&
-             o.dtype == v.dtype && o.layout == v.layout;
-    });
-    if (!seen) out.push_back(v);
-  }
-  return out;
+  return kv_operand_problems([](DataType t) { return size_of(t) == 1; }, std::nullopt);
 }
 
 std::vector<TransposeVProfiler::Candidate> TransposeVProfiler::candidates(TransposeVArguments const& args) const {
@@ -200,14 +181,7 @@ Row TransposeVProfiler::run_candidate(ProblemSpec const& spec, Candidate const& 
 
 bool TransposeVProfiler::profile(ProblemSpec const& spec, StreamHandle stream, Report* report) {
   auto fail = [&](std::string const& notes) {
-    Row row;
-    row.operation_kind = name();
-    row.problem = spec;
-    row.provider = "-";
-    row.operation = "-";
-    row.disposition = "failed";
-    row.notes = notes;
-    report->add(row);
+    report->add(problem_failed(spec, notes));
     return device_usable();
   };
   int64_t const v_bytes = int64_t{spec.batch} * spec.seqlen_k * spec.heads_kv * spec.head_dim;

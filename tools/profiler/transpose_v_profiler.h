@@ -18,8 +18,6 @@ class TransposeVProfiler : public OperationProfiler {
 
   library::OperationKind kind() const override { return library::OperationKind::kTransposeV; }
   char const* name() const override { return "transpose_v"; }
-  /// The V transpose instances of this build (library::operations(OperationKind::kTransposeV)).
-  std::vector<std::string> operation_names() const override;
   /// The V operand of each attention problem of the options: batch, seqlen_k, heads_kv and head_dim, in
   /// ProblemSpec form (heads_q = heads_kv, seqlen_q = seqlen_k, not causal); duplicates dropped, and one-byte
   /// input types only (the transpose moves bytes; bf16 V is read by the kernels as it is).

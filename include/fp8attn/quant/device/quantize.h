@@ -73,6 +73,9 @@ class Quantize {
   using Arguments = QuantizeArguments;
   /// Checks the arguments against the compiled instances; the message names the argument and value.
   static Status can_implement(Arguments const& args);
+  /// The apply instance these arguments select (kernel_name, or the one compiled for the types, head_dim and
+  /// layout), or why none; pointers are not looked at.
+  static Status select_kernel(Arguments const& args, std::string* name);
   /// Device workspace run() needs (statistics; 0 when none are needed or the arguments are refused).
   static size_t get_workspace_size(Arguments const& args);
   /// Floats the descale output holds for these arguments (0 with a static descale).
