@@ -173,3 +173,29 @@ def test_cpp_handle_gives_the_same_bits(d, seed):
         got = attention_fused(q, k, v, mode=mode, causal=True)
         torch.cuda.synchronize()
         assert torch.equal(got, want), mode
+
+
+@pytest.mark.parametrize("mode", ["fp8", "fp8_per_head", "fp8_smooth_rotate", "int8_qk", "bf16"])
+def test_modes_with_zero_heads_and_non_finite_inputs(mode, seed):
+    """An all-zero kv head (descale 1, zeros quantized exactly) gives that head's queries the mean of its
+    values, finite; a NaN or Inf in one query row reaches only that row's outputs (and, through the shared
+    per-tensor or per-head statistics, nothing else: the amax ignores non-finite values)."""
+    d = 64
+    if mode == "int8_qk" and not int8_compiled(d, True):
+        pytest.skip("no INT8 Q.K^T instance for D=64 in this build")
+    q, k, v = bf16_inputs(1, 256, 256, 4, 2, d, seed)
+    k[:, :, 1] = 0  # kv head 1: every score 0 -> uniform attention over its values
+    o = fp8attn.attention(q, k, v, mode=mode, causal=True)
+    ref = attention64(q, k, v, True)
+    torch.cuda.synchronize()
+    assert torch.isfinite(o).all(), mode
+    assert rel(o[:, :, 2:], ref[:, :, 2:]) < 0.08, mode  # the query heads of kv head 1
+    q_bad = q.clone()
+    q_bad[0, 100, 0, 3] = float("nan")
+    q_bad[0, 101, 0, 4] = float("inf")
+    o_bad = fp8attn.attention(q_bad, k, v, mode=mode, causal=True)
+    torch.cuda.synchronize()
+    finite_rows = torch.ones(256, dtype=torch.bool, device="cuda")
+    finite_rows[100:102] = False
+    assert torch.isfinite(o_bad[0, finite_rows]).all(), f"{mode}: a non-finite query leaked into other rows"
+    assert rel(o_bad[0, finite_rows], ref[0, finite_rows]) < 0.08, mode
