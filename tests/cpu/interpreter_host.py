@@ -5,7 +5,8 @@ place of the interpreter's, and a bounds check on every load and store of a laun
 Import this module before triton is imported anywhere else in the process (it sets TRITON_INTERPRET).
 The interpreter's own float32 -> e4m3 conversion truncates the mantissa without carrying into the exponent
 (7.84 becomes 4.0); the GPU runs cvt.rn.satfinite.e4m3x2.f32 (round to nearest even, saturating to +-448, NaN
-stays NaN), which `encode_e4m3` does and which replaces the interpreter's here.
+stays NaN), which `encode_e4m3` does and which replaces the interpreter's here. Its e4m3 -> float conversion
+reads the NaN encodings (0x7F, 0xFF) as +-480; the table decode replaces it.
 Needs numpy < 2.4 (the interpreter calls int() on 1-element arrays, an error from numpy 2.4 on) and triton
 3.6.0: scripts/interpreter_env.sh makes that environment.
 """
@@ -137,6 +138,10 @@ _interpreter_convert_float = interpreter._convert_float
 def _gpu_like_e4m3_conversion(data, input_dtype, output_dtype, rounding_mode):
     if input_dtype == tl.float32 and output_dtype == tl.float8e4nv:
         return encode_e4m3(data.view(np.float32))
+    # e4m3 -> wider: exact, and 0x7F / 0xFF are NaN (the interpreter's own conversion reads them as +-480).
+    if input_dtype == tl.float8e4nv and output_dtype in (tl.float32, tl.float16):
+        return E4M3_VALUES[data.view(np.uint8).astype(np.int64)].astype(
+            np.float32 if output_dtype == tl.float32 else np.float16)
     return _interpreter_convert_float(data, input_dtype, output_dtype, rounding_mode)
 
 

@@ -1,0 +1,163 @@
+"""Decode attention over a paged FP8 KV cache, and the append that fills it (issue 9's first kernels).
+
+The cache (docs/PAGED_CACHE.md):
+    k_pages, v_pages   e4m3 [num_pages, PAGE, heads_kv, head_dim]  (token-major, as vLLM's key/value cache)
+    k_descale, v_descale  float32, element (page, kv head) at page * stride_page + head * stride_head: per
+                          (page, kv head), or per kv head with stride_page = 0 (static, calibrated)
+    block_table        int32 [batch, max_pages]: the pages of sequence b in order
+    seqlens            int32 [batch]: tokens in the cache per sequence (the new queries' own keys included)
+
+Decode: q [batch, q_len, heads_q, head_dim] (q_len 1..8 new tokens per sequence: speculative decoding, causal
+among them: query t sees keys < seqlen - q_len + t + 1), bf16. One program per (sequence, kv head, split of the
+pages): it reads each K/V page of its split once for all the query heads of its kv head (GQA: group = heads_q /
+heads_kv) and all q_len tokens, q_len * group rows padded to at least 16 for the MMA. K and V go from e4m3 to
+float32 in registers and both products run as tf32 MMAs (decode is bound by reading the cache, not by the MMA):
+bf16 q and e4m3 k are exact in tf32, so Q.K^T has exact products; P and the scaled V round to tf32 (11 bits),
+finer than bf16. Scores and P.V accumulate in float32 with the online softmax; each page's k descale scales its score columns, its v descale its P columns. A split
+writes its partial output with (max, sum) per row; the combine kernel merges the splits (one split: the decode
+kernel writes O directly). Pages past a sequence's length are never read, and key slots past it inside the last
+page are masked before anything multiplies them (a free slot poisoned with NaN cannot reach O: masked scores are
+-inf, and P = 0 meets V through a select, not a product).
+"""
+
+import triton
+import triton.language as tl
+
+from common.numerics import E4M3_MAX, LOG2E
+
+_E4M3_MAX = tl.constexpr(E4M3_MAX)
+_LOG2E = tl.constexpr(LOG2E)
+_NEG_BIG = tl.constexpr(-1.0e30)
+
+
+@triton.jit
+def paged_append_kernel(
+    K, V, KPages, VPages, KDescale, VDescale, BlockTable, Positions,
+    new_tokens, heads_kv, max_pages,
+    stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
+    descale_stride_page, descale_stride_head,
+    HEAD_DIM: tl.constexpr, PAGE: tl.constexpr,
+):
+    """Writes new_tokens bf16 K/V rows per sequence into their pages as e4m3: token t of sequence b goes to
+    position Positions[b] + t, i.e. page BlockTable[b, pos // PAGE], slot pos % PAGE, quantized with that page's
+    (kv head's) descale: x / descale saturated to +-448. One program per (sequence, token, kv head)."""
+    pid = tl.program_id(0)
+    h = pid % heads_kv
+    bt = pid // heads_kv
+    t = bt % new_tokens
+    b = bt // new_tokens
+    pos = tl.load(Positions + b) + t
+    page = tl.load(BlockTable + b.to(tl.int64) * max_pages + pos // PAGE).to(tl.int64)
+    slot = pos % PAGE
+    offs_d = tl.arange(0, HEAD_DIM)
+    dst = ((page * PAGE + slot) * heads_kv + h) * HEAD_DIM + offs_d
+    dsc = page * descale_stride_page + h * descale_stride_head
+    for which in tl.static_range(2):
+        if which == 0:
+            x = tl.load(K + b.to(tl.int64) * stride_kb + t * stride_ks + h * stride_kh + offs_d).to(tl.float32)
+            z = x / tl.load(KDescale + dsc)
+            z = tl.where(z == z, tl.minimum(tl.maximum(z, -_E4M3_MAX), _E4M3_MAX), z)
+            tl.store(KPages + dst, z.to(tl.float8e4nv))
+        else:
+            x = tl.load(V + b.to(tl.int64) * stride_vb + t * stride_vs + h * stride_vh + offs_d).to(tl.float32)
+            z = x / tl.load(VDescale + dsc)
+            z = tl.where(z == z, tl.minimum(tl.maximum(z, -_E4M3_MAX), _E4M3_MAX), z)
+            tl.store(VPages + dst, z.to(tl.float8e4nv))
+
+
+@triton.jit
+def paged_decode_kernel(
+    Q, KPages, VPages, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+    softmax_scale, q_len, heads_q, heads_kv, max_pages, pages_per_split, num_splits,
+    stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
+    descale_stride_page, descale_stride_head,
+    HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr,
+):
+    """Program (b, kv head, split). Row r of the program's tile is query token r // group of query head
+    kv_head * group + r % group; rows >= q_len * group are padding (never stored)."""
+    pid = tl.program_id(0)
+    split = pid % num_splits
+    bh = pid // num_splits
+    hk = bh % heads_kv
+    b = bh // heads_kv
+    group = heads_q // heads_kv
+    seqlen = tl.load(Seqlens + b)
+    offs_r = tl.arange(0, ROWS)
+    offs_d = tl.arange(0, HEAD_DIM)
+    tok = offs_r // group
+    head = hk * group + offs_r % group
+    row_ok = offs_r < q_len * group
+    q = tl.load(Q + b.to(tl.int64) * stride_qb + tok[:, None].to(tl.int64) * stride_qs + head[:, None] * stride_qh +
+                offs_d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+    # Keys query token t may see: those before seqlen - q_len + t + 1 (causal among the new tokens).
+    limit = seqlen - q_len + tok + 1
+    m_i = tl.full([ROWS], _NEG_BIG, tl.float32)
+    l_i = tl.zeros([ROWS], tl.float32)
+    acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
+    qk_scale = softmax_scale * _LOG2E
+    n_pages = tl.cdiv(seqlen, PAGE)
+    first = split * pages_per_split
+    last = tl.minimum(first + pages_per_split, n_pages)
+    offs_p = tl.arange(0, PAGE)
+    for p in tl.range(first, last):
+        page = tl.load(BlockTable + b.to(tl.int64) * max_pages + p).to(tl.int64)
+        base = (page * PAGE * heads_kv + hk) * HEAD_DIM
+        rows = base + offs_p[:, None].to(tl.int64) * (heads_kv * HEAD_DIM) + offs_d[None, :]
+        key = p * PAGE + offs_p
+        k = tl.load(KPages + rows).to(tl.float32)
+        v = tl.load(VPages + rows).to(tl.float32)
+        dsc = page * descale_stride_page + hk * descale_stride_head
+        kd = tl.load(KDescale + dsc)
+        vd = tl.load(VDescale + dsc)
+        s = tl.dot(q, tl.trans(k), input_precision="tf32") * (qk_scale * kd)
+        visible = key[None, :] < limit[:, None]
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.math.exp2(m_i - m_new)
+        prob = tl.where(visible, tl.math.exp2(s - m_new[:, None]), 0.0)
+        l_i = l_i * alpha + tl.sum(prob, 1)
+        # A free slot's V (NaN-poisoned, say) is replaced, not multiplied by P = 0 (0 * NaN is NaN).
+        v = tl.where((key < seqlen)[:, None], v * vd, 0.0)
+        acc = acc * alpha[:, None] + tl.dot(prob, v, input_precision="tf32")
+        m_i = m_new
+    if num_splits == 1:
+        out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+        tl.store(O + b.to(tl.int64) * stride_ob + tok[:, None].to(tl.int64) * stride_os + head[:, None] * stride_oh +
+                 offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    else:
+        # Partials: [batch, heads_kv, num_splits, ROWS, HEAD_DIM] and [..., ROWS, 2] (max, sum), float32.
+        prow = pid.to(tl.int64) * ROWS + offs_r
+        tl.store(PartialO + prow[:, None] * HEAD_DIM + offs_d[None, :], acc)
+        tl.store(PartialML + prow * 2, m_i)
+        tl.store(PartialML + prow * 2 + 1, l_i)
+
+
+@triton.jit
+def paged_combine_kernel(
+    PartialO, PartialML, O, q_len, heads_q, heads_kv, num_splits,
+    stride_ob, stride_os, stride_oh,
+    HEAD_DIM: tl.constexpr, ROWS: tl.constexpr,
+):
+    """Program (b, kv head): O = sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M the largest m_s."""
+    bh = tl.program_id(0)
+    hk = bh % heads_kv
+    b = bh // heads_kv
+    group = heads_q // heads_kv
+    offs_r = tl.arange(0, ROWS)
+    offs_d = tl.arange(0, HEAD_DIM)
+    m = tl.full([ROWS], _NEG_BIG, tl.float32)
+    for s in tl.range(0, num_splits):
+        prow = (bh.to(tl.int64) * num_splits + s) * ROWS + offs_r
+        m = tl.maximum(m, tl.load(PartialML + prow * 2))
+    acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
+    l = tl.zeros([ROWS], tl.float32)
+    for s in tl.range(0, num_splits):
+        prow = (bh.to(tl.int64) * num_splits + s) * ROWS + offs_r
+        w = tl.math.exp2(tl.load(PartialML + prow * 2) - m)
+        l += tl.load(PartialML + prow * 2 + 1) * w
+        acc += tl.load(PartialO + prow[:, None] * HEAD_DIM + offs_d[None, :]) * w[:, None]
+    tok = offs_r // group
+    head = hk * group + offs_r % group
+    out = acc / tl.where(l == 0.0, 1.0, l)[:, None]
+    tl.store(O + b.to(tl.int64) * stride_ob + tok[:, None].to(tl.int64) * stride_os + head[:, None] * stride_oh +
+             offs_d[None, :], out.to(O.dtype.element_ty), mask=(offs_r < q_len * group)[:, None])

@@ -1,0 +1,186 @@
+"""The paged FP8 KV-cache kernels (kernels/paged/paged_decode_triton.py) on the CPU in Triton's interpreter
+(tests/cpu/interpreter_host.py): decode against float64 attention over the same dequantized cache, with random
+block tables, per-sequence lengths (1, page boundaries, odd), NaN-poisoned free slots and free pages, GQA and MQA,
+1 to 8 query tokens (causal among them), split-KV with the combine kernel, per-(page, kv head) and static
+descales; the append kernel's bytes against a numpy quantization. Every access is bounds-checked."""
+
+import math
+import unittest
+
+from interpreter_host import HostTensor, decode_e4m3, encode_e4m3, from_bf16_bits, launch, to_bf16_bits
+
+import numpy as np  # noqa: E402
+
+from paged import paged_decode_triton as pk  # noqa: E402
+
+
+class Cache:
+    """A paged cache built in numpy: pages shuffled, free slots and unused pages NaN."""
+
+    def __init__(self, rng, seqlens, heads_kv, head_dim, page, per_page_descale):
+        self.seqlens = np.array(seqlens, np.int32)
+        self.page, self.heads_kv, self.head_dim = page, heads_kv, head_dim
+        pages_of = [-(-int(s) // page) for s in seqlens]
+        self.max_pages = max(max(pages_of), 1) + 1  # one more column than needed: never read
+        num_pages = sum(pages_of) + 3  # 3 pages nobody owns
+        order = rng.permutation(num_pages)
+        self.block_table = np.zeros((len(seqlens), self.max_pages), np.int32)
+        nxt = 0
+        for b, n in enumerate(pages_of):
+            self.block_table[b, :n] = order[nxt:nxt + n]
+            self.block_table[b, n:] = order[-1]  # an unowned page: must never be read either
+            nxt += n
+        shape = (num_pages, page, heads_kv, head_dim)
+        self.k = rng.standard_normal(shape) * 2 + 0.5
+        self.v = rng.standard_normal(shape)
+        scale = (1 + rng.random((num_pages, heads_kv))) if per_page_descale else np.ones((1, heads_kv))
+        self.kd = (np.abs(self.k).max() / 448.0 * scale).astype(np.float32)
+        self.vd = (np.abs(self.v).max() / 448.0 * scale).astype(np.float32)
+        page_index = np.arange(num_pages) if per_page_descale else np.zeros(num_pages, np.int64)
+        kd_full, vd_full = self.kd[page_index][:, None, :, None], self.vd[page_index][:, None, :, None]
+        self.k_bytes, self.v_bytes = encode_e4m3(self.k / kd_full), encode_e4m3(self.v / vd_full)
+        # Free slots and pages: NaN (0x7F); the dequantized values the reference sees.
+        owned = np.zeros((num_pages, page), bool)
+        for b, s in enumerate(seqlens):
+            for t in range(int(s)):
+                owned[self.block_table[b, t // page], t % page] = True
+        self.k_bytes[~owned] = 0x7F
+        self.v_bytes[~owned] = 0x7F
+        self.kf = decode_e4m3(self.k_bytes) * kd_full
+        self.vf = decode_e4m3(self.v_bytes) * vd_full
+        self.descale_stride_page = heads_kv if per_page_descale else 0
+
+    def keys(self, b):
+        """(K, V) float64 [seqlen, heads_kv, D] of sequence b, gathered through its block table."""
+        s = int(self.seqlens[b])
+        idx = [(self.block_table[b, t // self.page], t % self.page) for t in range(s)]
+        k = np.stack([self.kf[p, slot] for p, slot in idx]) if s else np.zeros((0, self.heads_kv, self.head_dim))
+        v = np.stack([self.vf[p, slot] for p, slot in idx]) if s else np.zeros((0, self.heads_kv, self.head_dim))
+        return k, v
+
+
+def reference(q, cache, scale):
+    """float64 decode: q [B, q_len, H_q, D]; query token t of sequence b sees keys < seqlen - q_len + t + 1."""
+    batch, q_len, heads_q, d = q.shape
+    group = heads_q // cache.heads_kv
+    out = np.zeros(q.shape)
+    for b in range(batch):
+        k, v = cache.keys(b)
+        k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)  # [S, H_q, D]
+        for t in range(q_len):
+            n = int(cache.seqlens[b]) - q_len + t + 1
+            if n <= 0:
+                continue
+            s = np.einsum("hd,shd->hs", q[b, t], k[:n]) * scale
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            out[b, t] = np.einsum("hs,shd->hd", p / p.sum(axis=1, keepdims=True), v[:n])
+    return out
+
+
+def run_decode(q_values, cache, num_splits, rows):
+    batch, q_len, heads_q, d = q_values.shape
+    q_bits = to_bf16_bits(q_values)
+    o = np.full(q_values.shape, 0x7FC0, np.uint16)  # bf16 NaN: every row must be written
+    pages_per_split = -(-cache.max_pages // num_splits)
+    programs = batch * cache.heads_kv * num_splits
+    partial_o = np.full((programs * rows, d), np.nan, np.float32)
+    partial_ml = np.full((programs * rows, 2), np.nan, np.float32)
+    qs = (q_len * heads_q * d, heads_q * d, d)
+    os_ = qs
+    common = dict(q_len=q_len, heads_q=heads_q, heads_kv=cache.heads_kv, HEAD_DIM=d, ROWS=rows)
+    launch(pk.paged_decode_kernel, programs, Q=HostTensor(q_bits, "bfloat16"),
+           KPages=HostTensor(cache.k_bytes, "float8_e4m3fn"), VPages=HostTensor(cache.v_bytes, "float8_e4m3fn"),
+           KDescale=HostTensor(cache.kd, "float32"), VDescale=HostTensor(cache.vd, "float32"),
+           BlockTable=HostTensor(cache.block_table, "int32"), Seqlens=HostTensor(cache.seqlens, "int32"),
+           O=HostTensor(o, "bfloat16"), PartialO=HostTensor(partial_o, "float32"),
+           PartialML=HostTensor(partial_ml, "float32"), softmax_scale=1 / math.sqrt(d),
+           max_pages=cache.max_pages, pages_per_split=pages_per_split, num_splits=num_splits,
+           stride_qb=qs[0], stride_qs=qs[1], stride_qh=qs[2], stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2],
+           descale_stride_page=cache.descale_stride_page, descale_stride_head=1, PAGE=cache.page, **common)
+    if num_splits > 1:
+        launch(pk.paged_combine_kernel, batch * cache.heads_kv, PartialO=HostTensor(partial_o, "float32"),
+               PartialML=HostTensor(partial_ml, "float32"), O=HostTensor(o, "bfloat16"), num_splits=num_splits,
+               stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2], **common)
+    return from_bf16_bits(o).astype(np.float64), q_bits
+
+
+class Decode(unittest.TestCase):
+    def check(self, seqlens, heads_q, heads_kv, q_len, page, num_splits, per_page_descale, seed, d=64):
+        rng = np.random.default_rng(seed)
+        cache = Cache(rng, seqlens, heads_kv, d, page, per_page_descale)
+        q = rng.standard_normal((len(seqlens), q_len, heads_q, d))
+        rows = max(16, 1 << (q_len * heads_q // heads_kv - 1).bit_length())
+        got, q_bits = run_decode(q, cache, num_splits, rows)
+        want = reference(from_bf16_bits(q_bits).astype(np.float64), cache, 1 / math.sqrt(d))
+        self.assertTrue(np.isfinite(got).all(), "a NaN-poisoned free slot or page reached O (or a row was unwritten)")
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        # P and the scaled V round to tf32 (11 bits), O to bf16: well under 1%.
+        self.assertLess(err, 5e-3, f"relative error {err:.2e}")
+        return err
+
+    def test_gqa_one_token_ragged_lengths(self):
+        self.check([1, 16, 17, 100], heads_q=8, heads_kv=2, q_len=1, page=16, num_splits=1, per_page_descale=True,
+                   seed=0)
+
+    def test_split_kv_with_combine(self):
+        self.check([300, 5, 64], heads_q=4, heads_kv=1, q_len=1, page=64, num_splits=3, per_page_descale=True,
+                   seed=1)
+
+    def test_speculative_tokens_causal_among_them(self):
+        self.check([40, 200], heads_q=4, heads_kv=2, q_len=4, page=16, num_splits=2, per_page_descale=False, seed=2)
+
+    def test_mqa_eight_tokens(self):
+        self.check([130], heads_q=8, heads_kv=1, q_len=8, page=64, num_splits=1, per_page_descale=False, seed=3,
+                   d=128)
+
+    def test_the_checker_catches_a_wrong_block_table(self):
+        rng = np.random.default_rng(4)
+        cache = Cache(rng, [100, 90], 2, 64, 16, True)
+        q = rng.standard_normal((2, 1, 4, 64))
+        want = reference(from_bf16_bits(to_bf16_bits(q)).astype(np.float64), cache, 1 / 8)
+        # Sequence 0's first page replaced by sequence 1's behind the kernel's back (swapping two pages of one
+        # sequence would not show: attention does not depend on the keys' order).
+        cache.block_table[0, 0] = cache.block_table[1, 0]
+        got, _ = run_decode(q, cache, 1, 16)
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        self.assertGreater(err, 5e-3, "another sequence's page must show")
+
+
+class Append(unittest.TestCase):
+    def test_bytes_and_untouched_slots(self):
+        rng = np.random.default_rng(5)
+        batch, new, heads_kv, d, page = 2, 3, 2, 64, 16
+        num_pages, max_pages = 6, 3
+        block_table = np.array([[4, 1, 5], [0, 2, 3]], np.int32)
+        positions = np.array([14, 0], np.int32)  # sequence 0 crosses from page 4 into page 1
+        k = rng.standard_normal((batch, new, heads_kv, d)) * 3
+        v = rng.standard_normal((batch, new, heads_kv, d))
+        k_bits, v_bits = to_bf16_bits(k), to_bf16_bits(v)
+        kd = np.array([[0.01, 0.02]], np.float32)  # static per kv head (stride_page 0)
+        vd = np.array([[0.005, 0.004]], np.float32)
+        k_pages = np.full((num_pages, page, heads_kv, d), 0x55, np.uint8)
+        v_pages = np.full((num_pages, page, heads_kv, d), 0x55, np.uint8)
+        ks = (new * heads_kv * d, heads_kv * d, d)
+        launch(pk.paged_append_kernel, batch * new * heads_kv, K=HostTensor(k_bits, "bfloat16"),
+               V=HostTensor(v_bits, "bfloat16"), KPages=HostTensor(k_pages, "float8_e4m3fn"),
+               VPages=HostTensor(v_pages, "float8_e4m3fn"), KDescale=HostTensor(kd, "float32"),
+               VDescale=HostTensor(vd, "float32"), BlockTable=HostTensor(block_table, "int32"),
+               Positions=HostTensor(positions, "int32"), new_tokens=new, heads_kv=heads_kv, max_pages=max_pages,
+               stride_kb=ks[0], stride_ks=ks[1], stride_kh=ks[2], stride_vb=ks[0], stride_vs=ks[1], stride_vh=ks[2],
+               descale_stride_page=0, descale_stride_head=1, HEAD_DIM=d, PAGE=page)
+        want_k = np.full_like(k_pages, 0x55)
+        want_v = np.full_like(v_pages, 0x55)
+        kf, vf = from_bf16_bits(k_bits), from_bf16_bits(v_bits)
+        for b in range(batch):
+            for t in range(new):
+                pos = positions[b] + t
+                p, slot = block_table[b, pos // page], pos % page
+                want_k[p, slot] = encode_e4m3(kf[b, t] / kd[0][:, None])
+                want_v[p, slot] = encode_e4m3(vf[b, t] / vd[0][:, None])
+        self.assertTrue(np.array_equal(k_pages, want_k), "K bytes (or a slot written that should not be)")
+        self.assertTrue(np.array_equal(v_pages, want_v), "V bytes")
+        self.assertEqual(int((decode_e4m3(k_pages[1, :1]) != 0).sum() > 0), 1, "the page crossing was written")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
