@@ -68,21 +68,27 @@ def paged_append_kernel(
 @triton.jit
 def paged_decode_kernel(
     Q, KPages, VPages, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
-    softmax_scale, q_len, heads_q, heads_kv, max_pages, pages_per_split, num_splits,
+    softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
     descale_stride_page, descale_stride_head,
     HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr,
 ):
-    """Program (b, kv head, split). Row r of the program's tile is query token r // group of query head
-    kv_head * group + r % group; rows >= q_len * group are padding (never stored)."""
+    """Program (b, kv head, chunk of ROWS rows, split). Row r is query token r // group of query head
+    kv_head * group + r % group; rows >= q_len * group are padding (never stored). A sequence whose length
+    exceeds its block table (max_pages * PAGE) or whose table names a page outside [0, num_pages) gets NaN in
+    its output rows: the kernel never reads outside the cache or the table."""
     pid = tl.program_id(0)
     split = pid % num_splits
-    bh = pid // num_splits
+    rest = pid // num_splits
+    chunk = rest % row_chunks
+    bh = rest // row_chunks
     hk = bh % heads_kv
     b = bh // heads_kv
     group = heads_q // heads_kv
     seqlen = tl.load(Seqlens + b)
-    offs_r = tl.arange(0, ROWS)
+    bad = (seqlen < 0) | (seqlen > max_pages * PAGE)
+    seqlen = tl.minimum(tl.maximum(seqlen, 0), max_pages * PAGE)
+    offs_r = chunk * ROWS + tl.arange(0, ROWS)
     offs_d = tl.arange(0, HEAD_DIM)
     tok = offs_r // group
     head = hk * group + offs_r % group
@@ -101,6 +107,8 @@ def paged_decode_kernel(
     offs_p = tl.arange(0, PAGE)
     for p in tl.range(first, last):
         page = tl.load(BlockTable + b.to(tl.int64) * max_pages + p).to(tl.int64)
+        bad = bad | (page < 0) | (page >= num_pages)
+        page = tl.minimum(tl.maximum(page, 0), num_pages - 1)
         base = (page * PAGE * heads_kv + hk) * HEAD_DIM
         rows = base + offs_p[:, None].to(tl.int64) * (heads_kv * HEAD_DIM) + offs_d[None, :]
         key = p * PAGE + offs_p
@@ -120,13 +128,15 @@ def paged_decode_kernel(
         v = tl.where((key < seqlen)[:, None], v * vd, 0.0)
         acc = acc * alpha[:, None] + tl.dot(prob, v, input_precision="tf32")
         m_i = m_new
+    # An invalid table or length poisons the whole split (and so the combined rows): NaN, never garbage.
+    l_i = tl.where(bad, float("nan"), l_i)
     if num_splits == 1:
         out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
         tl.store(O + b.to(tl.int64) * stride_ob + tok[:, None].to(tl.int64) * stride_os + head[:, None] * stride_oh +
                  offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
     else:
-        # Partials: [batch, heads_kv, num_splits, ROWS, HEAD_DIM] and [..., ROWS, 2] (max, sum), float32.
-        prow = pid.to(tl.int64) * ROWS + offs_r
+        # Partials: [batch, heads_kv, row_chunks, num_splits, ROWS, HEAD_DIM] and [..., ROWS, 2] (max, sum).
+        prow = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
         tl.store(PartialO + prow[:, None] * HEAD_DIM + offs_d[None, :], acc)
         tl.store(PartialML + prow * 2, m_i)
         tl.store(PartialML + prow * 2 + 1, l_i)
@@ -134,25 +144,27 @@ def paged_decode_kernel(
 
 @triton.jit
 def paged_combine_kernel(
-    PartialO, PartialML, O, q_len, heads_q, heads_kv, num_splits,
+    PartialO, PartialML, O, q_len, heads_q, heads_kv, num_splits, row_chunks,
     stride_ob, stride_os, stride_oh,
     HEAD_DIM: tl.constexpr, ROWS: tl.constexpr,
 ):
-    """Program (b, kv head): O = sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M the largest m_s."""
-    bh = tl.program_id(0)
-    hk = bh % heads_kv
-    b = bh // heads_kv
+    """Program (b, kv head, row chunk): O = sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M the largest m_s."""
+    bh = tl.program_id(0)  # (b * heads_kv + kv head) * row_chunks + chunk
+    chunk = bh % row_chunks
+    hk = (bh // row_chunks) % heads_kv
+    b = bh // row_chunks // heads_kv
     group = heads_q // heads_kv
-    offs_r = tl.arange(0, ROWS)
+    offs_r = chunk * ROWS + tl.arange(0, ROWS)
     offs_d = tl.arange(0, HEAD_DIM)
     m = tl.full([ROWS], _NEG_BIG, tl.float32)
+    local = tl.arange(0, ROWS)
     for s in tl.range(0, num_splits):
-        prow = (bh.to(tl.int64) * num_splits + s) * ROWS + offs_r
+        prow = (bh.to(tl.int64) * num_splits + s) * ROWS + local
         m = tl.maximum(m, tl.load(PartialML + prow * 2))
     acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
     l = tl.zeros([ROWS], tl.float32)
     for s in tl.range(0, num_splits):
-        prow = (bh.to(tl.int64) * num_splits + s) * ROWS + offs_r
+        prow = (bh.to(tl.int64) * num_splits + s) * ROWS + local
         w = tl.math.exp2(tl.load(PartialML + prow * 2) - m)
         l += tl.load(PartialML + prow * 2 + 1) * w
         acc += tl.load(PartialO + prow[:, None] * HEAD_DIM + offs_d[None, :]) * w[:, None]

@@ -82,34 +82,36 @@ def run_decode(q_values, cache, num_splits, rows):
     q_bits = to_bf16_bits(q_values)
     o = np.full(q_values.shape, 0x7FC0, np.uint16)  # bf16 NaN: every row must be written
     pages_per_split = -(-cache.max_pages // num_splits)
-    programs = batch * cache.heads_kv * num_splits
+    row_chunks = -(-(q_len * heads_q // cache.heads_kv) // rows)
+    programs = batch * cache.heads_kv * row_chunks * num_splits
     partial_o = np.full((programs * rows, d), np.nan, np.float32)
     partial_ml = np.full((programs * rows, 2), np.nan, np.float32)
     qs = (q_len * heads_q * d, heads_q * d, d)
     os_ = qs
-    common = dict(q_len=q_len, heads_q=heads_q, heads_kv=cache.heads_kv, HEAD_DIM=d, ROWS=rows)
+    common = dict(q_len=q_len, heads_q=heads_q, heads_kv=cache.heads_kv, row_chunks=row_chunks, HEAD_DIM=d, ROWS=rows)
     launch(pk.paged_decode_kernel, programs, Q=HostTensor(q_bits, "bfloat16"),
            KPages=HostTensor(cache.k_bytes, "float8_e4m3fn"), VPages=HostTensor(cache.v_bytes, "float8_e4m3fn"),
            KDescale=HostTensor(cache.kd, "float32"), VDescale=HostTensor(cache.vd, "float32"),
            BlockTable=HostTensor(cache.block_table, "int32"), Seqlens=HostTensor(cache.seqlens, "int32"),
            O=HostTensor(o, "bfloat16"), PartialO=HostTensor(partial_o, "float32"),
            PartialML=HostTensor(partial_ml, "float32"), softmax_scale=1 / math.sqrt(d),
-           max_pages=cache.max_pages, pages_per_split=pages_per_split, num_splits=num_splits,
+           num_pages=cache.k_bytes.shape[0], max_pages=cache.max_pages, pages_per_split=pages_per_split,
+           num_splits=num_splits,
            stride_qb=qs[0], stride_qs=qs[1], stride_qh=qs[2], stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2],
            descale_stride_page=cache.descale_stride_page, descale_stride_head=1, PAGE=cache.page, **common)
     if num_splits > 1:
-        launch(pk.paged_combine_kernel, batch * cache.heads_kv, PartialO=HostTensor(partial_o, "float32"),
+        launch(pk.paged_combine_kernel, batch * cache.heads_kv * row_chunks, PartialO=HostTensor(partial_o, "float32"),
                PartialML=HostTensor(partial_ml, "float32"), O=HostTensor(o, "bfloat16"), num_splits=num_splits,
                stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2], **common)
     return from_bf16_bits(o).astype(np.float64), q_bits
 
 
 class Decode(unittest.TestCase):
-    def check(self, seqlens, heads_q, heads_kv, q_len, page, num_splits, per_page_descale, seed, d=64):
+    def check(self, seqlens, heads_q, heads_kv, q_len, page, num_splits, per_page_descale, seed, d=64, rows=None):
         rng = np.random.default_rng(seed)
         cache = Cache(rng, seqlens, heads_kv, d, page, per_page_descale)
         q = rng.standard_normal((len(seqlens), q_len, heads_q, d))
-        rows = max(16, 1 << (q_len * heads_q // heads_kv - 1).bit_length())
+        rows = rows or max(16, 1 << (q_len * heads_q // heads_kv - 1).bit_length())
         got, q_bits = run_decode(q, cache, num_splits, rows)
         want = reference(from_bf16_bits(q_bits).astype(np.float64), cache, 1 / math.sqrt(d))
         self.assertTrue(np.isfinite(got).all(), "a NaN-poisoned free slot or page reached O (or a row was unwritten)")
@@ -132,6 +134,22 @@ class Decode(unittest.TestCase):
     def test_mqa_eight_tokens(self):
         self.check([130], heads_q=8, heads_kv=1, q_len=8, page=64, num_splits=1, per_page_descale=False, seed=3,
                    d=128)
+
+    def test_row_chunks_with_splits(self):
+        # MQA with 8 tokens: 64 rows in 4 chunks of 16 (each chunk reads the pages again), 2 splits.
+        self.check([150, 33], heads_q=8, heads_kv=1, q_len=8, page=16, num_splits=2, per_page_descale=True, seed=6,
+                   rows=16)
+
+    def test_invalid_tables_and_lengths_give_nan_rows_not_reads_outside(self):
+        rng = np.random.default_rng(7)
+        cache = Cache(rng, [100, 90, 50], 2, 64, 16, True)
+        q = rng.standard_normal((3, 1, 4, 64))
+        cache.block_table[0, 2] = 10**6  # a page id past the cache
+        cache.seqlens[1] = cache.max_pages * 16 + 5  # longer than its table can hold
+        for splits in (1, 2):
+            got, _ = run_decode(q, cache, splits, 16)
+            self.assertTrue(np.isnan(got[0]).all() and np.isnan(got[1]).all(), "invalid sequences: NaN rows")
+            self.assertTrue(np.isfinite(got[2]).all(), "the valid sequence is untouched")
 
     def test_the_checker_catches_a_wrong_block_table(self):
         rng = np.random.default_rng(4)
