@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))  # the 
 from common.numerics import DESCALE_BLOCK_TOKENS  # noqa: E402
 from operations import module_of, name_of  # noqa: E402
 from operations.fmha_fwd import FmhaConfig  # noqa: E402
+from operations.paged import PagedConfig  # noqa: E402
 from operations.quantize import QuantizeConfig  # noqa: E402
 from operations.transpose_v import TransposeConfig  # noqa: E402
 
@@ -96,6 +97,13 @@ def _default_instances():
              for out in ("e4m3", "i8") for d in HEAD_DIMS]
     # V^T in the vkperm attention instances' key order, written by the quantization itself (no transpose).
     rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, 128, 4, key_permuted=True)]
+    # Paged FP8 KV cache (kernels/paged/paged_decode_triton.py): pages of 16 and 64 tokens at D=64 and 128; decode
+    # with 16 rows per program (GQA 4:1 with up to 4 new tokens) and 64 (MQA, speculative tokens). Not yet
+    # measured: 4 warps, 3 stages as a start.
+    for d in (64, 128):
+        for page in (16, 64):
+            rows += [PagedConfig("append", page, d, 0, 4)]
+            rows += [PagedConfig("decode", page, d, r, 4, 3) for r in (16, 64)]
     return rows
 
 

@@ -7,9 +7,9 @@ CPP_HEADER and cpp_config(config) (the C++ record of its configuration). Adding 
 here plus manifest rows; nothing else in codegen/ branches on the kind or names it.
 """
 
-from operations import fmha_fwd, quantize, transpose_v
+from operations import fmha_fwd, paged, quantize, transpose_v
 
-OPERATIONS = {m.NAME: m for m in (fmha_fwd, transpose_v, quantize)}
+OPERATIONS = {m.NAME: m for m in (fmha_fwd, transpose_v, quantize, paged)}
 
 
 def module_of(config):

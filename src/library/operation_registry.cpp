@@ -10,7 +10,9 @@
 #include "fp8attn/fmha/device/fmha_fwd.h"
 #include "fp8attn/fmha/device/transpose_v.h"
 #include "fp8attn/library/operation.h"
+#include "fp8attn/paged/device/paged.h"
 #include "fp8attn/quant/device/quantize.h"
+#include "paged/paged_kernel_config.h"
 #include "quant/quantize_kernel_config.h"
 #include "runtime/kernel_instance.h"
 
@@ -128,6 +130,76 @@ class QuantizeOperation : public Operation {
   OperationDescription description_;
 };
 
+/// A paged-cache instance: decode instances run paged::PagedDecodeArguments, append instances
+/// paged::PagedAppendArguments; combine instances are decode's internal stage and refuse to run alone.
+class PagedOperation : public Operation {
+ public:
+  explicit PagedOperation(KernelInstance const& k) : stage_(k.config_as<paged::detail::PagedKernelConfig>().stage) {
+    auto const& c = k.config_as<paged::detail::PagedKernelConfig>();
+    std::string const tile = "D=" + std::to_string(c.head_dim);
+    std::string summary;
+    switch (stage_) {
+      case paged::detail::PagedStage::kAppend:
+        summary = "paged cache append: bf16 rows -> e4m3 pages of " + std::to_string(c.page) + " tokens, " + tile;
+        break;
+      case paged::detail::PagedStage::kDecode:
+        summary = "paged decode over e4m3 pages of " + std::to_string(c.page) + " tokens, " + tile + ", " +
+                  std::to_string(c.rows) + " query rows per CTA";
+        break;
+      case paged::detail::PagedStage::kCombine:
+        summary = "paged decode stage: split-KV combine, " + tile;
+        break;
+    }
+    description_ = {k.name, OperationKind::kPaged, k.family, DataType::kE4M3, DataType::kF32,
+                    stage_ == paged::detail::PagedStage::kAppend ? DataType::kE4M3 : DataType::kBF16,
+                    k.launch_warps, k.shared_bytes, summary};
+  }
+  OperationDescription const& description() const override { return description_; }
+  Status can_implement(void const* arguments) const override {
+    switch (stage_) {
+      case paged::detail::PagedStage::kDecode: return paged::device::PagedDecode::can_implement(decode(arguments));
+      case paged::detail::PagedStage::kAppend: return paged::device::PagedAppend::can_implement(append(arguments));
+      default: return internal();
+    }
+  }
+  size_t get_workspace_size(void const* arguments) const override {
+    return stage_ == paged::detail::PagedStage::kDecode
+               ? paged::device::PagedDecode::get_workspace_size(decode(arguments))
+               : 0;
+  }
+  Status run(void const* arguments, void* workspace, StreamHandle stream) const override {
+    switch (stage_) {
+      case paged::detail::PagedStage::kDecode: {
+        paged::device::PagedDecode op;
+        return op(decode(arguments), workspace, stream);
+      }
+      case paged::detail::PagedStage::kAppend: {
+        paged::device::PagedAppend op;
+        return op(append(arguments), stream);
+      }
+      default: return internal();
+    }
+  }
+
+ private:
+  paged::PagedDecodeArguments decode(void const* arguments) const {
+    auto args = *static_cast<paged::PagedDecodeArguments const*>(arguments);
+    args.kernel_name = description_.name;
+    return args;
+  }
+  paged::PagedAppendArguments append(void const* arguments) const {
+    auto args = *static_cast<paged::PagedAppendArguments const*>(arguments);
+    args.kernel_name = description_.name;
+    return args;
+  }
+  Status internal() const {
+    return Status(StatusCode::kErrorNotSupported,
+                  "kernel_name=" + description_.name + " is an internal stage of paged decode, not run alone");
+  }
+  paged::detail::PagedStage stage_;
+  OperationDescription description_;
+};
+
 struct Library {
   std::vector<std::unique_ptr<Operation>> owned;
   std::vector<Operation const*> all;
@@ -152,6 +224,9 @@ struct Library {
           break;
         case OperationKind::kQuantize:
           owned.push_back(std::make_unique<QuantizeOperation>(k));
+          break;
+        case OperationKind::kPaged:
+          owned.push_back(std::make_unique<PagedOperation>(k));
           break;
       }
       all.push_back(owned.back().get());
@@ -199,6 +274,7 @@ char const* to_string(OperationKind kind) {
     case OperationKind::kFmhaFwd: return "fmha_fwd";
     case OperationKind::kTransposeV: return "transpose_v";
     case OperationKind::kQuantize: return "quantize";
+    case OperationKind::kPaged: return "paged";
   }
   return "unknown";
 }
@@ -212,7 +288,8 @@ char const* to_string(KernelFamily family) {
 }
 
 std::optional<OperationKind> parse_operation_kind(std::string_view name) {
-  for (OperationKind k : {OperationKind::kFmhaFwd, OperationKind::kTransposeV, OperationKind::kQuantize}) {
+  for (OperationKind k : {OperationKind::kFmhaFwd, OperationKind::kTransposeV, OperationKind::kQuantize,
+                          OperationKind::kPaged}) {
     if (name == to_string(k)) return k;
   }
   return std::nullopt;

@@ -15,6 +15,7 @@
 #include "fp8attn/fmha/device/transpose_v.h"
 #include "generated/kernel_params.h"
 #include "quant/quantize_kernel_config.h"
+#include "runtime/argument_checks.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_instance.h"
 #include "runtime/launcher.h"
@@ -123,26 +124,12 @@ Status select(Arguments const& a, Instances* out) {
   return Status::success();
 }
 
+/// Null pointers pass here: validate() refuses them first where they matter (an empty problem reads nothing).
 Status check_aligned(char const* field, void const* ptr, uintptr_t alignment) {
-  if (reinterpret_cast<uintptr_t>(ptr) % alignment == 0) return Status::success();
-  char text[32];
-  std::snprintf(text, sizeof(text), "%p", ptr);
-  return Status(StatusCode::kErrorMisalignedOperand,
-                std::string(field) + "=" + text + " is not " + std::to_string(alignment) + "-byte aligned");
+  return fp8attn::detail::check_aligned(field, ptr, alignment, /*allow_null=*/true);
 }
 
-Status check_strides(char const* name, fmha::TensorRef const& t) {
-  std::string const n(name);
-  if (t.stride_d != 1) return Status(StatusCode::kErrorInvalidProblem, n + ".stride_d=" + num(t.stride_d) + " must be 1");
-  for (auto [field, value] : {std::pair{".stride_b", t.stride_b}, std::pair{".stride_s", t.stride_s},
-                              std::pair{".stride_h", t.stride_h}}) {
-    if (value < 0 || value % 16 != 0) {
-      return Status(StatusCode::kErrorMisalignedOperand,
-                    n + field + "=" + num(value) + " must be a non-negative multiple of 16 elements");
-    }
-  }
-  return Status::success();
-}
+using fp8attn::detail::check_strides;
 
 /// [first, last) byte range a [b, s, h, d] tensor with these strides touches.
 std::pair<uintptr_t, uintptr_t> extent(fmha::TensorRef const& t, Arguments const& a, int element_bytes) {

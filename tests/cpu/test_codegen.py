@@ -20,6 +20,7 @@ from kernel_filter import matches_filter  # noqa: E402
 from operations import OPERATIONS, module_of, name_of, parse_name  # noqa: E402
 from operations import quantize as quantize_op  # noqa: E402
 from operations.fmha_fwd import FmhaConfig  # noqa: E402
+from operations.paged import PagedConfig  # noqa: E402
 from operations.quantize import QuantizeConfig  # noqa: E402
 from operations.transpose_v import TransposeConfig  # noqa: E402
 
@@ -162,8 +163,18 @@ class Manifest(unittest.TestCase):
         # Attention instances and V transposes take most of the build (tens of seconds each for the attention
         # kernels); the quantize stages compile in 1-3 s each and are counted apart.
         quantize = [c for c in default if isinstance(c, QuantizeConfig)]
+        paged = [c for c in default if isinstance(c, PagedConfig)]
         # 31: 27 FP8/BF16 attention instances and transposes, and the 4 INT8 Q.K^T instances (D=64, 128).
-        self.assertLessEqual(len(default) - len(quantize), 31, "the default build must stay minutes on 2 cores")
+        self.assertLessEqual(len(default) - len(quantize) - len(paged), 31,
+                             "the default build must stay minutes on 2 cores")
+        self.assertLessEqual(len(paged), 16)  # about a second each
+        for d in (64, 128):  # every page size has its append; every decode instance its combine
+            for page in (16, 64):
+                self.assertTrue(any(c.stage == "append" and c.page == page and c.head_dim == d for c in paged))
+                decodes = [c for c in paged if c.stage == "decode" and c.page == page and c.head_dim == d]
+                self.assertTrue(decodes, (d, page))
+                for c in decodes:
+                    self.assertTrue(all(r in default for r in module_of(c).requires(c)), name_of(c))
         for causal in (False, True):  # the int8_qk accuracy mode at the real model's head dim (64) and at 128
             for d in (64, 128):
                 self.assertTrue(any(c.qk_type == "i8" and c.v_type == "e4m3" and c.block_descale and c.head_dim == d

@@ -20,6 +20,8 @@ enum class OperationKind {
   kFmhaFwd,     ///< attention forward; arguments: fmha::device::FmhaFwd::Arguments
   kTransposeV,  ///< V [b, s, h, d] -> V^T [b, h, d, s] for the FP8 P.V operand; arguments: fmha::TransposeVArguments
   kQuantize,    ///< BF16/FP16 -> e4m3/int8 operands and descales; arguments: quant::QuantizeArguments
+  kPaged,       ///< paged FP8 KV cache: decode instances take paged::PagedDecodeArguments, append instances
+                ///< paged::PagedAppendArguments (combine instances are an internal stage of decode)
 };
 
 /// Which compiler front end produced the kernel.
@@ -28,7 +30,7 @@ enum class KernelFamily {
   kGluon,   ///< triton.experimental.gluon, compiled with triton.compile(GluonASTSource)
 };
 
-char const* to_string(OperationKind kind);  ///< "fmha_fwd", "transpose_v", "quantize"
+char const* to_string(OperationKind kind);  ///< "fmha_fwd", "transpose_v", "quantize", "paged"
 char const* to_string(KernelFamily family);  ///< "triton", "gluon"
 std::optional<OperationKind> parse_operation_kind(std::string_view name);
 

@@ -1,0 +1,139 @@
+"""Operation paged: decode attention over a paged FP8 KV cache, and the append that fills it.
+
+    fp8attn_sm90_paged_append_e4m3_p<PAGE>x<D>_w<warps>
+    fp8attn_sm90_paged_decode_e4m3_bf16_p<PAGE>x<D>_r<ROWS>_w<warps>_s<stages>
+    fp8attn_sm90_paged_combine_f32_bf16_x<D>_r<ROWS>_w<warps>
+
+PAGE: tokens per page; ROWS: query rows per program (the query heads of a kv head times the new tokens, in chunks
+of ROWS). Kernels: kernels/paged/paged_decode_triton.py; the layout: docs/PAGED_CACHE.md.
+"""
+
+import re
+from dataclasses import dataclass
+
+from params import Param
+
+NAME = "paged"
+CPP_KIND = "kPaged"  # library::OperationKind
+ARCH = "sm90"
+
+
+@dataclass(frozen=True)
+class PagedConfig:
+    stage: str       # append | decode | combine
+    page: int        # 0 for combine
+    head_dim: int
+    rows: int        # 0 for append
+    warps: int
+    stages: int = 1
+    family: str = "triton"
+
+    operation = NAME
+
+
+_RE = re.compile(
+    rf"fp8attn_{ARCH}_paged_(?:"
+    r"append_e4m3_p(?P<ap>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)"
+    r"|decode_e4m3_bf16_p(?P<dp>\d+)x(?P<dd>\d+)_r(?P<dr>\d+)_w(?P<dw>\d+)_s(?P<ds>\d+)"
+    r"|combine_f32_bf16_x(?P<cd>\d+)_r(?P<cr>\d+)_w(?P<cw>\d+))")
+
+
+def name_of(c: PagedConfig) -> str:
+    if c.stage == "append":
+        return f"fp8attn_{ARCH}_paged_append_e4m3_p{c.page}x{c.head_dim}_w{c.warps}"
+    if c.stage == "decode":
+        return f"fp8attn_{ARCH}_paged_decode_e4m3_bf16_p{c.page}x{c.head_dim}_r{c.rows}_w{c.warps}_s{c.stages}"
+    return f"fp8attn_{ARCH}_paged_combine_f32_bf16_x{c.head_dim}_r{c.rows}_w{c.warps}"
+
+
+def parse(name: str):
+    m = _RE.fullmatch(name)
+    if not m:
+        return None
+    if m["ap"]:
+        return PagedConfig("append", int(m["ap"]), int(m["ad"]), 0, int(m["aw"]))
+    if m["dp"]:
+        return PagedConfig("decode", int(m["dp"]), int(m["dd"]), int(m["dr"]), int(m["dw"]), int(m["ds"]))
+    return PagedConfig("combine", 0, int(m["cd"]), int(m["cr"]), int(m["cw"]))
+
+
+_DESCALE_STRIDES = [Param("descale_stride_page", "i64"), Param("descale_stride_head", "i64")]
+
+APPEND_PARAMS = [
+    Param("K", "ptr", True), Param("V", "ptr", True), Param("KPages", "ptr", True), Param("VPages", "ptr", True),
+    Param("KDescale", "ptr"), Param("VDescale", "ptr"), Param("BlockTable", "ptr"), Param("Positions", "ptr"),
+    Param("new_tokens", "i32"), Param("heads_kv", "i32"), Param("max_pages", "i32"),
+    Param("stride_kb", "i64", True), Param("stride_ks", "i64", True), Param("stride_kh", "i64", True),
+    Param("stride_vb", "i64", True), Param("stride_vs", "i64", True), Param("stride_vh", "i64", True),
+] + _DESCALE_STRIDES
+
+DECODE_PARAMS = [
+    Param("Q", "ptr", True), Param("KPages", "ptr", True), Param("VPages", "ptr", True), Param("KDescale", "ptr"),
+    Param("VDescale", "ptr"), Param("BlockTable", "ptr"), Param("Seqlens", "ptr"), Param("O", "ptr", True),
+    Param("PartialO", "ptr", True), Param("PartialML", "ptr", True),
+    Param("softmax_scale", "f32"), Param("q_len", "i32"), Param("heads_q", "i32"), Param("heads_kv", "i32"),
+    Param("num_pages", "i32"), Param("max_pages", "i32"), Param("pages_per_split", "i32"), Param("num_splits", "i32"),
+    Param("row_chunks", "i32"),
+    Param("stride_qb", "i64", True), Param("stride_qs", "i64", True), Param("stride_qh", "i64", True),
+    Param("stride_ob", "i64", True), Param("stride_os", "i64", True), Param("stride_oh", "i64", True),
+] + _DESCALE_STRIDES
+
+COMBINE_PARAMS = [
+    Param("PartialO", "ptr", True), Param("PartialML", "ptr", True), Param("O", "ptr", True),
+    Param("q_len", "i32"), Param("heads_q", "i32"), Param("heads_kv", "i32"), Param("num_splits", "i32"),
+    Param("row_chunks", "i32"),
+    Param("stride_ob", "i64", True), Param("stride_os", "i64", True), Param("stride_oh", "i64", True),
+]
+
+_MODULE = "paged.paged_decode_triton"
+KERNELS = {
+    "triton_append": (_MODULE, "paged_append_kernel", APPEND_PARAMS, "PagedAppendTritonParams"),
+    "triton_decode": (_MODULE, "paged_decode_kernel", DECODE_PARAMS, "PagedDecodeTritonParams"),
+    "triton_combine": (_MODULE, "paged_combine_kernel", COMBINE_PARAMS, "PagedCombineTritonParams"),
+}
+
+
+def kernel_of(c: PagedConfig):
+    key = f"{c.family}_{c.stage}"
+    if key not in KERNELS:
+        raise ValueError(f"{name_of(c)}: no {key} kernel for {NAME}")
+    return KERNELS[key]
+
+
+def compile_spec(c: PagedConfig):
+    _, _, params, _ = kernel_of(c)
+    if c.stage == "append":
+        types = {"K": "*bf16", "V": "*bf16", "KPages": "*fp8e4nv", "VPages": "*fp8e4nv", "KDescale": "*fp32",
+                 "VDescale": "*fp32", "BlockTable": "*i32", "Positions": "*i32"}
+        constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page}
+    elif c.stage == "decode":
+        if c.rows < 16:
+            raise ValueError(f"{name_of(c)}: the MMA needs at least 16 rows")
+        types = {"Q": "*bf16", "KPages": "*fp8e4nv", "VPages": "*fp8e4nv", "KDescale": "*fp32", "VDescale": "*fp32",
+                 "BlockTable": "*i32", "Seqlens": "*i32", "O": "*bf16", "PartialO": "*fp32", "PartialML": "*fp32"}
+        constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows}
+    else:
+        types = {"PartialO": "*fp32", "PartialML": "*fp32", "O": "*bf16"}
+        constexprs = {"HEAD_DIM": c.head_dim, "ROWS": c.rows}
+    return params, types, constexprs, c.warps, c.stages
+
+
+def check_sass(c, mma_counts):
+    pass  # bound by reading the cache; the decode's small tf32 MMAs are not a throughput path
+
+
+def requires(c: PagedConfig):
+    """A decode instance needs the combine of its head dim and rows (split-KV)."""
+    if c.stage != "decode":
+        return []
+    return [PagedConfig("combine", 0, c.head_dim, c.rows, 4)]
+
+
+CPP_HEADER = "paged/paged_kernel_config.h"
+_CPP_STAGE = {"append": "kAppend", "decode": "kDecode", "combine": "kCombine"}
+
+
+def cpp_config(c: PagedConfig):
+    return ("paged::detail::PagedKernelConfig",
+            f"{{paged::detail::PagedStage::{_CPP_STAGE[c.stage]}, {c.page}, {c.head_dim}, {c.rows}, {c.warps}, "
+            f"{c.stages}}}")

@@ -1,0 +1,389 @@
+// PagedDecode and PagedAppend: validation, instance choice, split planning, launch plans.
+
+#include "fp8attn/paged/device/paged.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "generated/kernel_params.h"
+#include "paged/paged_kernel_config.h"
+#include "runtime/argument_checks.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/kernel_instance.h"
+#include "runtime/launcher.h"
+#include "runtime/module_cache.h"
+#include "runtime/param_pack.h"
+
+namespace fp8attn::paged {
+namespace {
+
+using detail::PagedKernelConfig;
+using detail::PagedStage;
+using fp8attn::detail::KernelInstance;
+using fmha::TensorRef;
+
+/// The automatic split choice: a launch of fewer programs than an H200 has SMs (132) is split until it has about
+/// two per SM. The split count changes speed and the order of the final sums, nothing else.
+constexpr int64_t kSplitBelowPrograms = 132;
+constexpr int64_t kTargetPrograms = 264;
+/// A split reads at least this many pages (fewer makes the combine cost more than the split saves).
+constexpr int64_t kMinPagesPerSplit = 4;
+constexpr int kMaxQueryTokens = 8;
+
+std::string num(int64_t v) { return std::to_string(v); }
+PagedKernelConfig const& config(KernelInstance const& k) { return k.config_as<PagedKernelConfig>(); }
+
+Status invalid(std::string text) { return Status(StatusCode::kErrorInvalidProblem, std::move(text)); }
+
+using fp8attn::detail::check_aligned;
+using fp8attn::detail::check_strides;
+
+/// Shapes and pointers of the cache (what the host knows).
+Status check_cache(PagedCache const& c) {
+  if (c.num_pages < 1) return invalid("cache.num_pages=" + num(c.num_pages) + " must be >= 1");
+  if (c.max_pages < 1) return invalid("cache.max_pages=" + num(c.max_pages) + " must be >= 1");
+  if (c.heads_kv < 1) return invalid("cache.heads_kv=" + num(c.heads_kv) + " must be >= 1");
+  if (c.descale_stride_page < 0 || c.descale_stride_head < 0) {
+    return invalid("cache descale strides (page=" + num(c.descale_stride_page) + ", head=" +
+                   num(c.descale_stride_head) + ") must be >= 0");
+  }
+  if (static_cast<__int128>(c.num_pages) * c.page_size * c.heads_kv * c.head_dim > (int64_t{1} << 46)) {
+    return invalid("cache of " + num(c.num_pages) + " pages is larger than 2^46 bytes");
+  }
+  for (auto [field, ptr, align] : {std::tuple<char const*, void const*, uintptr_t>{"cache.k_pages", c.k_pages, 16},
+                                   {"cache.v_pages", c.v_pages, 16}, {"cache.k_descale", c.k_descale, 4},
+                                   {"cache.v_descale", c.v_descale, 4}, {"cache.block_table", c.block_table, 4}}) {
+    if (Status s = check_aligned(field, ptr, align); !s) return s;
+  }
+  return Status::success();
+}
+
+KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, std::string const& name) {
+  KernelInstance const* best = nullptr;
+  for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
+    KernelInstance const& k = *fp8attn::detail::kKernelInstances[i];
+    if (k.kind != library::OperationKind::kPaged) continue;
+    PagedKernelConfig const& c = config(k);
+    if (!name.empty()) {
+      if (name == k.name) return &k;
+      continue;
+    }
+    if (c.stage != stage || c.head_dim != head_dim || (stage != PagedStage::kCombine && c.page != page)) continue;
+    if (stage == PagedStage::kAppend) return &k;
+    if (stage == PagedStage::kCombine) {
+      if (c.rows == rows) return &k;
+      continue;
+    }
+    // Decode: the fewest rows that hold them all, else the most rows (the rows then come in chunks).
+    bool const fits = c.rows >= rows;
+    if (!best || (fits && (config(*best).rows < rows || c.rows < config(*best).rows)) ||
+        (!fits && config(*best).rows < rows && c.rows > config(*best).rows)) {
+      best = &k;
+    }
+  }
+  return best;
+}
+
+int64_t rows_of(PagedDecodeArguments const& a) { return int64_t{a.q_len} * (a.heads_q / std::max(1, a.cache.heads_kv)); }
+
+Status validate(PagedDecodeArguments const& a) {
+  if (a.batch < 0) return invalid("batch=" + num(a.batch) + " must be >= 0");
+  if (a.q_len < 1 || a.q_len > kMaxQueryTokens) {
+    return invalid("q_len=" + num(a.q_len) + " must be in [1, " + num(kMaxQueryTokens) + "]");
+  }
+  if (Status s = check_cache(a.cache); !s) return s;
+  if (a.heads_q < 1 || a.heads_q % a.cache.heads_kv != 0) {
+    return invalid("heads_q=" + num(a.heads_q) + " is not a multiple of cache.heads_kv=" + num(a.cache.heads_kv));
+  }
+  if (a.max_seqlen < 0 || int64_t{a.max_seqlen} > int64_t{a.cache.max_pages} * a.cache.page_size) {
+    return invalid("max_seqlen=" + num(a.max_seqlen) + " must be in [0, cache.max_pages * cache.page_size = " +
+                   num(int64_t{a.cache.max_pages} * a.cache.page_size) + "]");
+  }
+  if (a.num_splits < 0) return invalid("num_splits=" + num(a.num_splits) + " must be >= 0 (0: automatic)");
+  if (!(a.softmax_scale >= 0.0f) || a.softmax_scale > 3.0e38f) {
+    return invalid("softmax_scale=" + std::to_string(a.softmax_scale) + " must be finite and >= 0");
+  }
+  if (a.batch == 0) return Status::success();
+  if (Status s = check_aligned("cache.seqlens", a.cache.seqlens, 4); !s) return s;
+  if (Status s = check_aligned("q.ptr", a.q.ptr, 16); !s) return s;
+  if (Status s = check_aligned("o.ptr", a.o.ptr, 16); !s) return s;
+  if (Status s = check_strides("q", a.q); !s) return s;
+  return check_strides("o", a.o);
+}
+
+struct DecodeInstances {
+  KernelInstance const* decode = nullptr;
+  KernelInstance const* combine = nullptr;
+};
+
+Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
+  out->decode = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim, static_cast<int>(rows_of(a)),
+                     a.kernel_name);
+  if (!out->decode) {
+    if (!a.kernel_name.empty()) {
+      return Status(StatusCode::kErrorKernelNotFound, "kernel_name=" + a.kernel_name + " is not a compiled paged instance");
+    }
+    return Status(StatusCode::kErrorNotSupported, "no compiled paged decode instance for cache.page_size=" +
+                                                      num(a.cache.page_size) + ", cache.head_dim=" +
+                                                      num(a.cache.head_dim) + " (compiled pages: 16, 64; head dims 64, 128)");
+  }
+  PagedKernelConfig const& c = config(*out->decode);
+  if (c.stage != PagedStage::kDecode || c.page != a.cache.page_size || c.head_dim != a.cache.head_dim) {
+    return Status(StatusCode::kErrorNotSupported,
+                  "kernel_name=" + a.kernel_name + " does not decode pages of " + num(a.cache.page_size) +
+                      " tokens at head_dim=" + num(a.cache.head_dim));
+  }
+  out->combine = find(PagedStage::kCombine, 0, c.head_dim, c.rows, {});
+  if (!out->combine) return Status(StatusCode::kErrorNotSupported, "no compiled combine for " + std::string(out->decode->name));
+  return Status::success();
+}
+
+int64_t row_chunks(PagedDecodeArguments const& a, int rows) { return (rows_of(a) + rows - 1) / rows; }
+
+}  // namespace
+
+namespace device {
+
+int PagedDecode::splits_of(Arguments const& a) {
+  if (a.num_splits > 0) return a.num_splits;
+  int64_t const pages = (int64_t{a.max_seqlen} + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
+  int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
+                                                    std::max<int64_t>(1, (rows_of(a) + 15) / 16));
+  if (programs >= kSplitBelowPrograms) return 1;
+  int64_t const wanted = (kTargetPrograms + programs - 1) / programs;
+  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));
+}
+
+struct PagedDecode::Plan {
+  bool empty = true;
+  char const* name = "";
+  CUfunction decode = nullptr, combine = nullptr;
+  runtime::LaunchConfig decode_launch, combine_launch;
+  runtime::ParamPack decode_params, combine_params;
+  bool split = false;
+};
+
+Status PagedDecode::can_implement(Arguments const& a) {
+  if (Status s = validate(a); !s) return s;
+  DecodeInstances instances;
+  return select(a, &instances);
+}
+
+size_t PagedDecode::get_workspace_size(Arguments const& a) {
+  if (!can_implement(a) || a.batch == 0) return 0;
+  DecodeInstances instances;
+  select(a, &instances);
+  int const rows = config(*instances.decode).rows;
+  int64_t const splits = splits_of(a);
+  if (splits == 1) return 0;
+  int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, rows) * splits;
+  size_t const o_bytes = static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float);
+  return (o_bytes + 255) / 256 * 256 + static_cast<size_t>(programs) * rows * 2 * sizeof(float);
+}
+
+Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle) {
+  plan_.reset();
+  if (Status s = validate(a); !s) return s;
+  DecodeInstances instances;
+  if (Status s = select(a, &instances); !s) return s;
+  auto plan = std::make_shared<Plan>();
+  plan->name = instances.decode->name;
+  if (a.batch == 0) {
+    plan_ = std::move(plan);
+    return Status::success();
+  }
+  size_t const ws = get_workspace_size(a);
+  if (ws > 0 && !workspace) {
+    return Status(StatusCode::kErrorNullPointer, "workspace is null; the split-KV partials need " +
+                                                     std::to_string(ws) + " bytes (get_workspace_size)");
+  }
+  fp8attn::detail::CudaDriver const* driver = nullptr;
+  if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+  if (Status s = fp8attn::detail::get_function(*driver, *instances.decode, &plan->decode); !s) return s;
+  int const rows = config(*instances.decode).rows;
+  int64_t const chunks = row_chunks(a, rows);
+  int const splits = splits_of(a);
+  int64_t const pages = (int64_t{a.max_seqlen} + a.cache.page_size - 1) / a.cache.page_size;
+  int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * chunks * splits;
+  if (programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 decode programs");
+  auto* const partial_o = static_cast<char*>(workspace);
+  size_t const o_bytes = (static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float) + 255) / 256 * 256;
+  generated::PagedDecodeTritonParams p;
+  p.Q = a.q.ptr;
+  p.KPages = a.cache.k_pages;
+  p.VPages = a.cache.v_pages;
+  p.KDescale = a.cache.k_descale;
+  p.VDescale = a.cache.v_descale;
+  p.BlockTable = a.cache.block_table;
+  p.Seqlens = a.cache.seqlens;
+  p.O = a.o.ptr;
+  p.PartialO = splits > 1 ? partial_o : nullptr;
+  p.PartialML = splits > 1 ? partial_o + o_bytes : nullptr;
+  p.softmax_scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(a.cache.head_dim));
+  p.q_len = a.q_len;
+  p.heads_q = a.heads_q;
+  p.heads_kv = a.cache.heads_kv;
+  p.num_pages = a.cache.num_pages;
+  p.max_pages = a.cache.max_pages;
+  // Every split covers the same number of pages of the longest sequence; shorter sequences leave late splits empty.
+  p.pages_per_split = static_cast<int32_t>(std::max<int64_t>(1, (pages + splits - 1) / splits));
+  p.num_splits = splits;
+  p.row_chunks = static_cast<int32_t>(chunks);
+  p.stride_qb = a.q.stride_b;
+  p.stride_qs = a.q.stride_s;
+  p.stride_qh = a.q.stride_h;
+  p.stride_ob = a.o.stride_b;
+  p.stride_os = a.o.stride_s;
+  p.stride_oh = a.o.stride_h;
+  p.descale_stride_page = a.cache.descale_stride_page;
+  p.descale_stride_head = a.cache.descale_stride_head;
+  p.pack(plan->decode_params);
+  plan->decode_launch = runtime::LaunchConfig::for_instance(*instances.decode, static_cast<unsigned>(programs));
+  if (splits > 1) {
+    if (Status s = fp8attn::detail::get_function(*driver, *instances.combine, &plan->combine); !s) return s;
+    generated::PagedCombineTritonParams c;
+    c.PartialO = p.PartialO;
+    c.PartialML = p.PartialML;
+    c.O = a.o.ptr;
+    c.q_len = a.q_len;
+    c.heads_q = a.heads_q;
+    c.heads_kv = a.cache.heads_kv;
+    c.num_splits = splits;
+    c.row_chunks = static_cast<int32_t>(chunks);
+    c.stride_ob = a.o.stride_b;
+    c.stride_os = a.o.stride_s;
+    c.stride_oh = a.o.stride_h;
+    c.pack(plan->combine_params);
+    plan->combine_launch = runtime::LaunchConfig::for_instance(
+        *instances.combine, static_cast<unsigned>(int64_t{a.batch} * a.cache.heads_kv * chunks));
+    plan->split = true;
+  }
+  plan->empty = false;
+  plan_ = std::move(plan);
+  return Status::success();
+}
+
+Status PagedDecode::run(StreamHandle stream) {
+  if (!plan_) return Status(StatusCode::kErrorNotInitialized, "run() called before a successful initialize()");
+  if (plan_->empty) return Status::success();
+  fp8attn::detail::CudaDriver const* driver = nullptr;
+  if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+  auto const st = reinterpret_cast<CUstream>(stream);
+  if (Status s = runtime::launch(*driver, plan_->decode, plan_->decode_launch, plan_->decode_params, st, "paged decode");
+      !s) {
+    return s;
+  }
+  if (!plan_->split) return Status::success();
+  return runtime::launch(*driver, plan_->combine, plan_->combine_launch, plan_->combine_params, st, "paged combine");
+}
+
+Status PagedDecode::operator()(Arguments const& a, void* workspace, StreamHandle stream) {
+  if (Status s = initialize(a, workspace, stream); !s) return s;
+  return run(stream);
+}
+
+char const* PagedDecode::kernel_name() const { return plan_ ? plan_->name : ""; }
+
+// ---- append ---------------------------------------------------------------------------------------------------
+
+struct PagedAppend::Plan {
+  bool empty = true;
+  CUfunction function = nullptr;
+  runtime::LaunchConfig launch;
+  runtime::ParamPack params;
+};
+
+namespace {
+
+Status validate_append(PagedAppendArguments const& a, KernelInstance const** instance) {
+  if (a.batch < 0) return invalid("batch=" + num(a.batch) + " must be >= 0");
+  if (a.new_tokens < 0) return invalid("new_tokens=" + num(a.new_tokens) + " must be >= 0");
+  if (Status s = check_cache(a.cache); !s) return s;
+  *instance = find(PagedStage::kAppend, a.cache.page_size, a.cache.head_dim, 0, a.kernel_name);
+  if (!*instance || config(**instance).stage != PagedStage::kAppend || config(**instance).page != a.cache.page_size ||
+      config(**instance).head_dim != a.cache.head_dim) {
+    if (!a.kernel_name.empty() && !*instance) {
+      return Status(StatusCode::kErrorKernelNotFound, "kernel_name=" + a.kernel_name + " is not a compiled paged instance");
+    }
+    return Status(StatusCode::kErrorNotSupported, "no compiled paged append instance for cache.page_size=" +
+                                                      num(a.cache.page_size) + ", cache.head_dim=" +
+                                                      num(a.cache.head_dim));
+  }
+  if (a.batch == 0 || a.new_tokens == 0) return Status::success();
+  if (Status s = check_aligned("positions", a.positions, 4); !s) return s;
+  for (auto [name, t] : {std::pair<char const*, TensorRef const*>{"k", &a.k}, {"v", &a.v}}) {
+    if (Status s = check_aligned(name == std::string("k") ? "k.ptr" : "v.ptr", t->ptr, 16); !s) return s;
+    if (Status s = check_strides(name, *t); !s) return s;
+  }
+  if (static_cast<int64_t>(a.batch) * a.new_tokens * a.cache.heads_kv > INT32_MAX) {
+    return Status(StatusCode::kErrorNotSupported, "batch * new_tokens * heads_kv exceeds 2^31-1 programs");
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+Status PagedAppend::can_implement(Arguments const& a) {
+  KernelInstance const* instance = nullptr;
+  return validate_append(a, &instance);
+}
+
+Status PagedAppend::initialize(Arguments const& a, StreamHandle) {
+  plan_.reset();
+  KernelInstance const* instance = nullptr;
+  if (Status s = validate_append(a, &instance); !s) return s;
+  auto plan = std::make_shared<Plan>();
+  if (a.batch > 0 && a.new_tokens > 0) {
+    fp8attn::detail::CudaDriver const* driver = nullptr;
+    if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+    if (Status s = fp8attn::detail::get_function(*driver, *instance, &plan->function); !s) return s;
+    generated::PagedAppendTritonParams p;
+    p.K = a.k.ptr;
+    p.V = a.v.ptr;
+    p.KPages = a.cache.k_pages;
+    p.VPages = a.cache.v_pages;
+    p.KDescale = a.cache.k_descale;
+    p.VDescale = a.cache.v_descale;
+    p.BlockTable = a.cache.block_table;
+    p.Positions = a.positions;
+    p.new_tokens = a.new_tokens;
+    p.heads_kv = a.cache.heads_kv;
+    p.max_pages = a.cache.max_pages;
+    p.stride_kb = a.k.stride_b;
+    p.stride_ks = a.k.stride_s;
+    p.stride_kh = a.k.stride_h;
+    p.stride_vb = a.v.stride_b;
+    p.stride_vs = a.v.stride_s;
+    p.stride_vh = a.v.stride_h;
+    p.descale_stride_page = a.cache.descale_stride_page;
+    p.descale_stride_head = a.cache.descale_stride_head;
+    p.pack(plan->params);
+    plan->launch = runtime::LaunchConfig::for_instance(
+        *instance, static_cast<unsigned>(int64_t{a.batch} * a.new_tokens * a.cache.heads_kv));
+    plan->empty = false;
+  }
+  plan_ = std::move(plan);
+  return Status::success();
+}
+
+Status PagedAppend::run(StreamHandle stream) {
+  if (!plan_) return Status(StatusCode::kErrorNotInitialized, "run() called before a successful initialize()");
+  if (plan_->empty) return Status::success();
+  fp8attn::detail::CudaDriver const* driver = nullptr;
+  if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
+  return runtime::launch(*driver, plan_->function, plan_->launch, plan_->params, reinterpret_cast<CUstream>(stream),
+                         "paged append");
+}
+
+Status PagedAppend::operator()(Arguments const& a, StreamHandle stream) {
+  if (Status s = initialize(a, stream); !s) return s;
+  return run(stream);
+}
+
+}  // namespace device
+}  // namespace fp8attn::paged

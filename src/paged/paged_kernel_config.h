@@ -1,0 +1,17 @@
+#pragma once
+// The configuration record of a paged-cache instance (codegen/operations/paged.py: cpp_config).
+
+namespace fp8attn::paged::detail {
+
+enum class PagedStage { kAppend, kDecode, kCombine };
+
+struct PagedKernelConfig {
+  PagedStage stage;
+  int page;      ///< tokens per page (0 for combine)
+  int head_dim;
+  int rows;      ///< query rows per decode / combine program (0 for append)
+  int warps;
+  int stages;
+};
+
+}  // namespace fp8attn::paged::detail

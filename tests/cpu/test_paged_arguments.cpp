@@ -1,0 +1,154 @@
+// PagedDecode / PagedAppend argument checks on a CPU machine: valid sets are accepted, every refusal names the
+// argument and value, the split plan and workspace follow the shapes. Pointers are fake but aligned.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "check.h"
+#include "fp8attn/library/operation.h"
+#include "fp8attn/paged/device/paged.h"
+
+using fp8attn::Layout;
+using fp8attn::Status;
+using fp8attn::StatusCode;
+using fp8attn::fmha::TensorRef;
+using fp8attn::paged::PagedAppendArguments;
+using fp8attn::paged::PagedCache;
+using fp8attn::paged::PagedDecodeArguments;
+using fp8attn::paged::device::PagedAppend;
+using fp8attn::paged::device::PagedDecode;
+
+namespace {
+
+template <typename T>
+T* fake(uintptr_t address) { return reinterpret_cast<T*>(address); }
+
+PagedCache cache(int page = 64, int head_dim = 128) {
+  PagedCache c;
+  c.k_pages = fake<void>(0x10000000);
+  c.v_pages = fake<void>(0x20000000);
+  c.k_descale = fake<float const>(0x30000000);
+  c.v_descale = fake<float const>(0x30001000);
+  c.descale_stride_page = 8;
+  c.num_pages = 4096;
+  c.page_size = page;
+  c.heads_kv = 8;
+  c.head_dim = head_dim;
+  c.block_table = fake<int32_t const>(0x40000000);
+  c.max_pages = 512;  // 32k tokens of 64
+  c.seqlens = fake<int32_t const>(0x50000000);
+  return c;
+}
+
+PagedDecodeArguments decode(int batch = 32, int q_len = 1) {
+  PagedDecodeArguments a;
+  a.batch = batch;
+  a.q_len = q_len;
+  a.heads_q = 32;
+  a.q = TensorRef::packed(fake<void const>(0x60000000), Layout::kBSHD, q_len, 32, 128);
+  a.o = TensorRef::packed(fake<void const>(0x70000000), Layout::kBSHD, q_len, 32, 128);
+  a.cache = cache();
+  a.max_seqlen = 32768;
+  return a;
+}
+
+template <typename Op, typename Args>
+void expect_error(Args const& a, StatusCode code, std::string const& fragment, std::string const& what) {
+  Status s = Op::can_implement(a);
+  CHECK(s.code() == code, what + ": got " + s.to_string());
+  CHECK(s.message().find(fragment) != std::string::npos, what + ": '" + s.message() + "' does not name '" + fragment + "'");
+}
+
+}  // namespace
+
+int main() {
+  bool compiled = false;
+  for (auto const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kPaged)) {
+    compiled = compiled || op->description().name == "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r16_w4_s3";
+  }
+  if (!compiled) {
+    std::printf("not applicable in this build: no paged decode instance for pages of 64 at D=128\n");
+    return fp8attn_test::finish("test_paged_arguments");
+  }
+  {
+    auto a = decode();
+    CHECK(PagedDecode::can_implement(a).ok(), PagedDecode::can_implement(a).to_string());
+    CHECK(PagedDecode::splits_of(a) == 1, "32 sequences x 8 kv heads fill the GPU: one split, got " +
+                                              std::to_string(PagedDecode::splits_of(a)));
+    CHECK(PagedDecode::get_workspace_size(a) == 0, "one split: no partials");
+    a.batch = 1;
+    a.max_seqlen = 131072;
+    a.cache.max_pages = 2048;
+    int const splits = PagedDecode::splits_of(a);
+    CHECK(splits == 33, "batch 1 at 128k: 264 / 8 programs -> 33 splits, got " + std::to_string(splits));
+    CHECK(PagedDecode::get_workspace_size(a) >= size_t(8) * 33 * 16 * 129 * 4, "split partials in the workspace");
+    a.max_seqlen = 64;
+    a.cache.max_pages = 512;
+    CHECK(PagedDecode::splits_of(a) == 1, "one page: no split");
+    a.num_splits = 5;
+    CHECK(PagedDecode::splits_of(a) == 5, "num_splits given is kept");
+  }
+  {
+    auto a = decode(4, 8);  // 8 speculative tokens x group 4 = 32 rows: the 64-row instance
+    std::string name;
+    CHECK(PagedDecode::can_implement(a).ok(), "8 tokens: " + PagedDecode::can_implement(a).to_string());
+    auto mqa = decode(2, 8);
+    mqa.cache.heads_kv = 1;
+    CHECK(PagedDecode::can_implement(mqa).ok(), "MQA, 8 tokens (256 rows in chunks): " +
+                                                    PagedDecode::can_implement(mqa).to_string());
+  }
+  { auto a = decode(); a.q_len = 9; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "q_len=9", "q_len"); }
+  { auto a = decode(); a.heads_q = 12; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "heads_q=12", "gqa"); }
+  { auto a = decode(); a.cache.page_size = 32; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "max_seqlen=32768", "table too short for 32-token pages"); }
+  {
+    auto a = decode();
+    a.cache.page_size = 32;
+    a.cache.max_pages = 1024;
+    expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "cache.page_size=32", "page size not compiled");
+  }
+  { auto a = decode(); a.cache.head_dim = 96; expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "cache.head_dim=96", "head_dim"); }
+  { auto a = decode(); a.max_seqlen = 32769; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "max_seqlen=32769", "beyond the table"); }
+  { auto a = decode(); a.cache.block_table = nullptr; expect_error<PagedDecode>(a, StatusCode::kErrorNullPointer, "cache.block_table is null", "table"); }
+  { auto a = decode(); a.cache.seqlens = nullptr; expect_error<PagedDecode>(a, StatusCode::kErrorNullPointer, "cache.seqlens is null", "lengths"); }
+  { auto a = decode(); a.cache.k_pages = fake<void>(0x10000008); expect_error<PagedDecode>(a, StatusCode::kErrorMisalignedOperand, "cache.k_pages=", "pages align"); }
+  { auto a = decode(); a.q.stride_h = 100; expect_error<PagedDecode>(a, StatusCode::kErrorMisalignedOperand, "q.stride_h=100", "q stride"); }
+  { auto a = decode(); a.cache.descale_stride_page = -1; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "page=-1", "descale stride"); }
+  { auto a = decode(); a.num_splits = -2; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "num_splits=-2", "splits"); }
+  { auto a = decode(); a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p16x128_r16_w4_s3"; expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "does not decode pages of 64", "wrong instance"); }
+  {
+    auto a = decode(0);
+    a.q.ptr = nullptr;
+    a.cache.seqlens = nullptr;
+    CHECK(PagedDecode::can_implement(a).ok(), "batch 0 is a no-op: " + PagedDecode::can_implement(a).to_string());
+  }
+  // Append
+  {
+    PagedAppendArguments a;
+    a.batch = 32;
+    a.new_tokens = 1;
+    a.k = TensorRef::packed(fake<void const>(0x60000000), Layout::kBSHD, 1, 8, 128);
+    a.v = TensorRef::packed(fake<void const>(0x61000000), Layout::kBSHD, 1, 8, 128);
+    a.positions = fake<int32_t const>(0x62000000);
+    a.cache = cache();
+    CHECK(PagedAppend::can_implement(a).ok(), PagedAppend::can_implement(a).to_string());
+    auto b = a;
+    b.positions = nullptr;
+    expect_error<PagedAppend>(b, StatusCode::kErrorNullPointer, "positions is null", "positions");
+    b = a;
+    b.cache.head_dim = 256;
+    expect_error<PagedAppend>(b, StatusCode::kErrorNotSupported, "cache.head_dim=256", "append head_dim");
+    b = a;
+    b.new_tokens = -1;
+    expect_error<PagedAppend>(b, StatusCode::kErrorInvalidProblem, "new_tokens=-1", "new tokens");
+  }
+  // The registry: combine instances refuse to run alone.
+  for (auto const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kPaged)) {
+    if (op->description().name.find("_combine_") == std::string::npos) continue;
+    auto a = decode();
+    Status s = op->can_implement(&a);
+    CHECK(s.code() == StatusCode::kErrorNotSupported && s.message().find("internal stage") != std::string::npos,
+          op->description().name + ": " + s.to_string());
+  }
+  return fp8attn_test::finish("test_paged_arguments");
+}
