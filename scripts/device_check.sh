@@ -10,6 +10,7 @@
 #              points (SWEEP_VARIANTS overrides the list), about a minute; needs no build
 #   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
+#   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +55,11 @@ if step modes; then
   PYTHONPATH=build/python timeout 420 python3 bench/accuracy_modes.py --accuracy --speed --csv "$OUT/accuracy_modes.csv" \
     --plot "$OUT/accuracy_modes.png" > "$OUT/modes.txt" 2>&1 || status=1
   tail -40 "$OUT/modes.txt"
+fi
+if step decode; then
+  PYTHONPATH=build/python timeout 300 python3 bench/bench_decode.py --csv "$OUT/bench_decode.csv" \
+    > "$OUT/decode.txt" 2>&1 || status=1
+  cat "$OUT/decode.txt"
 fi
 if step sanitize; then
   OUT="$OUT" scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1 || status=1

@@ -18,13 +18,14 @@ from ._fp8attn_ext import find_kernel, flops, list_kernels, list_operations, tri
 __version__ = _fp8attn_ext.__version__
 
 _TORCH_API = ("fmha_fwd", "select_kernel", "workspace_size", "transpose_v", "quantize", "attention", "MODES",
-              "quantize_e4m3", "quantize_e4m3_per_head", "E4M3_MAX", "transform_qk", "DelayedScaling", "ops")
+              "quantize_e4m3", "quantize_e4m3_per_head", "E4M3_MAX", "transform_qk", "DelayedScaling", "ops", "paged")
 
 try:
     from .fmha import fmha_fwd, select_kernel, transpose_v, workspace_size
     from .quant import E4M3_MAX, DelayedScaling, quantize_e4m3, quantize_e4m3_per_head, transform_qk
     from .quantize_op import quantize
     from .modes import MODES, attention
+    from . import paged  # fp8attn.paged: the paged FP8 KV cache (append, decode)
     from . import ops  # registers torch.ops.fp8attn.fmha_fwd and fmha_fwd_lse
 except ImportError as _e:
     if _e.name != "torch":

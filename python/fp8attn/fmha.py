@@ -13,7 +13,8 @@ import torch
 from . import _fp8attn_ext as _ext
 
 # The C++ side recognizes dtypes by identity with these objects (order: fp8attn_py::TorchDtype).
-_ext.register_dtypes(torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16, torch.float16, torch.float32, torch.int8)
+_ext.register_dtypes(torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16, torch.float16, torch.float32, torch.int8,
+                     torch.int32)
 
 _LAYOUTS = ("bshd", "bhsd")
 _OUTPUT_DTYPE = torch.bfloat16

@@ -26,6 +26,7 @@
 #include "fp8attn/fmha/device/fmha_fwd_quantized.h"
 #include "fp8attn/fmha/device/transpose_v.h"
 #include "fp8attn/library/operation.h"
+#include "fp8attn/paged/device/paged.h"
 #include "fp8attn/quant/device/quantize.h"
 #include "fp8attn/status.h"
 #include "fp8attn/types.h"
@@ -87,7 +88,7 @@ std::string shape_string(TensorView const& t) {
 
 char const* dtype_name(TensorView const& t) {
   static char const* const names[] = {"torch.float8_e4m3fn", "torch.float8_e5m2", "torch.bfloat16", "torch.float16",
-                                      "torch.float32", "torch.int8"};
+                                      "torch.float32", "torch.int8", "torch.int32"};
   return t.dtype >= 0 ? names[t.dtype] : "an unsupported dtype";
 }
 
@@ -453,6 +454,133 @@ char const* fmha_fwd_quantized(nb::handle q_obj, nb::handle k_obj, nb::handle v_
   return op.kernel_name();
 }
 
+/// The cache tensors: pages e4m3 [num_pages, page_size, heads_kv, head_dim] contiguous, descales float32
+/// [num_pages, heads_kv] (per page) or [1, heads_kv] (static), block table int32 [batch, max_pages] contiguous.
+fp8attn::paged::PagedCache paged_cache(TensorView const& kp, TensorView const& vp, TensorView const& kd,
+                                       TensorView const& vd, TensorView const& table, int device) {
+  check_rank("k_pages", kp, 4, "[num_pages, page_size, heads_kv, head_dim]");
+  check_rank("v_pages", vp, 4, "[num_pages, page_size, heads_kv, head_dim]");
+  if (kp.device < 0) raise_value_error("k_pages: must be a CUDA tensor, got a CPU tensor");
+  for (auto [name, view] : {std::pair<char const*, TensorView const*>{"k_pages", &kp}, {"v_pages", &vp}}) {
+    check_device(name, *view, device, "q");
+    if (view->dtype != fp8attn_py::kTorchE4M3) raise_value_error(name, ": dtype ", dtype_name(*view), " must be torch.float8_e4m3fn");
+    int64_t expected = 1;
+    for (int i = 3; i >= 0; --i) {
+      if (view->shape[i] != kp.shape[i]) raise_value_error(name, ": shape ", shape_string(*view), " differs from k_pages'");
+      if (view->shape[i] > 1 && view->stride[i] != expected) raise_value_error(name, ": must be contiguous");
+      expected *= view->shape[i];
+    }
+  }
+  fp8attn::paged::PagedCache c;
+  c.k_pages = reinterpret_cast<void*>(kp.data);
+  c.v_pages = reinterpret_cast<void*>(vp.data);
+  c.num_pages = to_int("num_pages", kp.shape[0]);
+  c.page_size = to_int("page_size", kp.shape[1]);
+  c.heads_kv = to_int("heads_kv", kp.shape[2]);
+  c.head_dim = to_int("head_dim", kp.shape[3]);
+  for (auto [name, view] : {std::pair<char const*, TensorView const*>{"k_descale", &kd}, {"v_descale", &vd}}) {
+    check_rank(name, *view, 2, "[num_pages or 1, heads_kv]");
+    check_device(name, *view, device, "q");
+    if (view->dtype != fp8attn_py::kTorchF32) raise_value_error(name, ": dtype ", dtype_name(*view), " must be torch.float32");
+    if ((view->shape[0] != 1 && view->shape[0] != kp.shape[0]) || view->shape[1] != kp.shape[2]) {
+      raise_value_error(name, ": shape ", shape_string(*view), " is neither [num_pages=", kp.shape[0], ", heads_kv=",
+                        kp.shape[2], "] nor [1, heads_kv]");
+    }
+    if (view->stride[0] != kd.stride[0] || view->stride[1] != kd.stride[1] || view->shape[0] != kd.shape[0]) {
+      raise_value_error(name, ": must have k_descale's shape and strides");
+    }
+  }
+  c.k_descale = reinterpret_cast<float const*>(kd.data);
+  c.v_descale = reinterpret_cast<float const*>(vd.data);
+  c.descale_stride_page = kd.shape[0] == 1 ? 0 : kd.stride[0];
+  c.descale_stride_head = kd.stride[1];
+  check_rank("block_table", table, 2, "[batch, max_pages]");
+  check_device("block_table", table, device, "q");
+  if (table.dtype != fp8attn_py::kTorchI32) raise_value_error("block_table: dtype must be torch.int32");
+  if (table.shape[1] > 1 && table.stride[1] != 1) raise_value_error("block_table: rows must be contiguous");
+  c.block_table = reinterpret_cast<int32_t const*>(table.data);
+  c.max_pages = to_int("max_pages", table.shape[1]);
+  return c;
+}
+
+/// Decode: q bf16 [batch, q_len, heads_q, head_dim] -> out (same shape, bf16) over the paged cache.
+char const* paged_decode(nb::handle q_obj, nb::handle out_obj, nb::handle kp, nb::handle vp, nb::handle kd,
+                         nb::handle vd, nb::handle table_obj, nb::handle seqlens_obj, int max_seqlen,
+                         float softmax_scale, int num_splits, uintptr_t stream_handle, nb::handle allocate,
+                         nb::handle release) {
+  TensorView q = read("q", q_obj), out = read("out", out_obj), table = read("block_table", table_obj);
+  TensorView seqlens = read("seqlens", seqlens_obj);
+  check_rank("q", q, 4, "[batch, q_len, heads_q, head_dim]");
+  if (q.device < 0) raise_value_error("q: must be a CUDA tensor, got a CPU tensor");
+  if (q.dtype != fp8attn_py::kTorchBF16) raise_value_error("q: dtype ", dtype_name(q), " must be torch.bfloat16");
+  check_device("out", out, q.device);
+  fp8attn::paged::PagedDecodeArguments a;
+  a.cache = paged_cache(read("k_pages", kp), read("v_pages", vp), read("k_descale", kd), read("v_descale", vd), table,
+                        q.device);
+  check_rank("seqlens", seqlens, 1, "[batch]");
+  check_device("seqlens", seqlens, q.device);
+  if (seqlens.dtype != fp8attn_py::kTorchI32 || seqlens.shape[0] != q.shape[0]) {
+    raise_value_error("seqlens: must be torch.int32 [batch=", q.shape[0], "], got ", shape_string(seqlens));
+  }
+  if (table.shape[0] != q.shape[0]) raise_value_error("block_table: batch=", table.shape[0], " is not q's ", q.shape[0]);
+  a.cache.seqlens = reinterpret_cast<int32_t const*>(seqlens.data);
+  if (q.shape[3] != a.cache.head_dim) raise_value_error("q: head_dim=", q.shape[3], " is not the cache's ", a.cache.head_dim);
+  a.batch = to_int("batch", q.shape[0]);
+  a.q_len = to_int("q_len", q.shape[1]);
+  a.heads_q = to_int("heads_q", q.shape[2]);
+  a.q = tensor_ref(q);
+  a.o = tensor_ref(out);
+  a.max_seqlen = max_seqlen;
+  a.softmax_scale = softmax_scale;
+  a.num_splits = num_splits;
+  using fp8attn::paged::device::PagedDecode;
+  if (Status s = PagedDecode::can_implement(a); !s) raise_status(s);
+  PagedDecode op;
+  initialize_and_run(op, a, PagedDecode::get_workspace_size(a), stream_handle, allocate, release);
+  return op.kernel_name();
+}
+
+/// Append: bf16 k, v [batch, new_tokens, heads_kv, head_dim] at positions[b] + t, quantized into the pages.
+void paged_append(nb::handle k_obj, nb::handle v_obj, nb::handle kp, nb::handle vp, nb::handle kd, nb::handle vd,
+                  nb::handle table_obj, nb::handle positions_obj, uintptr_t stream_handle) {
+  TensorView k = read("k", k_obj), v = read("v", v_obj), positions = read("positions", positions_obj);
+  check_rank("k", k, 4, "[batch, new_tokens, heads_kv, head_dim]");
+  check_rank("v", v, 4, "[batch, new_tokens, heads_kv, head_dim]");
+  if (k.device < 0) raise_value_error("k: must be a CUDA tensor, got a CPU tensor");
+  for (auto [name, view] : {std::pair<char const*, TensorView const*>{"k", &k}, {"v", &v}}) {
+    check_device(name, *view, k.device, "k");
+    if (view->dtype != fp8attn_py::kTorchBF16) raise_value_error(name, ": dtype ", dtype_name(*view), " must be torch.bfloat16");
+    for (int i = 0; i < 4; ++i) {
+      if (view->shape[i] != k.shape[i]) raise_value_error(name, ": shape ", shape_string(*view), " differs from k's");
+    }
+  }
+  fp8attn::paged::PagedAppendArguments a;
+  a.cache = paged_cache(read("k_pages", kp), read("v_pages", vp), read("k_descale", kd), read("v_descale", vd),
+                        read("block_table", table_obj), k.device);
+  if (k.shape[2] != a.cache.heads_kv || k.shape[3] != a.cache.head_dim) {
+    raise_value_error("k: shape ", shape_string(k), " does not match the cache's heads_kv and head_dim");
+  }
+  check_rank("positions", positions, 1, "[batch]");
+  check_device("positions", positions, k.device, "k");
+  if (positions.dtype != fp8attn_py::kTorchI32 || positions.shape[0] != k.shape[0]) {
+    raise_value_error("positions: must be torch.int32 [batch=", k.shape[0], "]");
+  }
+  a.batch = to_int("batch", k.shape[0]);
+  a.new_tokens = to_int("new_tokens", k.shape[1]);
+  a.k = tensor_ref(k);
+  a.v = tensor_ref(v);
+  a.positions = reinterpret_cast<int32_t const*>(positions.data);
+  using fp8attn::paged::device::PagedAppend;
+  if (Status s = PagedAppend::can_implement(a); !s) raise_status(s);
+  PagedAppend op;
+  Status status;
+  {
+    nb::gil_scoped_release unlocked;
+    status = op(a, reinterpret_cast<fp8attn::StreamHandle>(stream_handle));
+  }
+  if (!status) raise_status(status);
+}
+
 nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   nb::dict r;
   r["name"] = d.name;
@@ -500,13 +628,14 @@ NB_MODULE(_fp8attn_ext, m) {
 
   m.def(
       "register_dtypes",
-      [](nb::handle e4m3, nb::handle e5m2, nb::handle bf16, nb::handle f16, nb::handle f32, nb::handle i8) {
-        PyObject* const dtypes[] = {e4m3.ptr(), e5m2.ptr(), bf16.ptr(), f16.ptr(), f32.ptr(), i8.ptr()};
+      [](nb::handle e4m3, nb::handle e5m2, nb::handle bf16, nb::handle f16, nb::handle f32, nb::handle i8,
+         nb::handle i32) {
+        PyObject* const dtypes[] = {e4m3.ptr(), e5m2.ptr(), bf16.ptr(), f16.ptr(), f32.ptr(), i8.ptr(), i32.ptr()};
         fp8attn_py::register_dtypes(dtypes);
       },
-      "e4m3"_a, "e5m2"_a, "bf16"_a, "f16"_a, "f32"_a, "i8"_a,
-      "The torch dtype objects (float8_e4m3fn, float8_e5m2, bfloat16, float16, float32, int8); called once at\n"
-      "import.");
+      "e4m3"_a, "e5m2"_a, "bf16"_a, "f16"_a, "f32"_a, "i8"_a, "i32"_a,
+      "The torch dtype objects (float8_e4m3fn, float8_e5m2, bfloat16, float16, float32, int8, int32); called\n"
+      "once at import.");
 
   m.def(
       "fmha_fwd",
@@ -528,6 +657,12 @@ NB_MODULE(_fp8attn_ext, m) {
         "BF16/FP16 x -> e4m3/int8 `out` and float32 `descale` on `stream` (fp8attn.quantize is the Python API).\n"
         "granularity: 0 tensor, 1 head, 2 block; layout: 0 bshd, 1 vt, 2 vt_kperm.");
   m.attr("QUANTIZE_BLOCK_TOKENS") = fp8attn::quant::kQuantizeBlockTokens;
+  m.def("paged_decode", &paged_decode, "q"_a, "out"_a, "k_pages"_a, "v_pages"_a, "k_descale"_a, "v_descale"_a,
+        "block_table"_a, "seqlens"_a, "max_seqlen"_a, "softmax_scale"_a, "num_splits"_a, "stream"_a, "allocate"_a,
+        "release"_a, "Decode attention over a paged FP8 KV cache (fp8attn.paged.decode is the Python API).");
+  m.def("paged_append", &paged_append, "k"_a, "v"_a, "k_pages"_a, "v_pages"_a, "k_descale"_a, "v_descale"_a,
+        "block_table"_a, "positions"_a, "stream"_a,
+        "BF16 K/V rows into the paged FP8 cache (fp8attn.paged.append is the Python API).");
   m.def("fmha_fwd_quantized", &fmha_fwd_quantized, "q"_a, "k"_a, "v"_a, "out"_a, "mode"_a, "causal"_a,
         "softmax_scale"_a, "seed"_a, "stream"_a, "allocate"_a, "release"_a,
         "BF16 q, k, v -> out through the C++ FmhaFwdQuantized in accuracy mode `mode` (0 fp8, 1 fp8_per_head,\n"

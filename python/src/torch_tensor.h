@@ -24,7 +24,7 @@ struct TensorView {
 };
 
 /// Registered dtypes, in this order (fp8attn/fmha.py registers the torch objects).
-enum TorchDtype { kTorchE4M3 = 0, kTorchE5M2, kTorchBF16, kTorchF16, kTorchF32, kTorchI8, kNumTorchDtypes };
+enum TorchDtype { kTorchE4M3 = 0, kTorchE5M2, kTorchBF16, kTorchF16, kTorchF32, kTorchI8, kTorchI32, kNumTorchDtypes };
 
 /// Stores the torch dtype objects (borrowed references kept alive for the module's lifetime).
 void register_dtypes(PyObject* const* dtypes);

@@ -1,0 +1,111 @@
+"""Decode over a paged FP8 KV cache (fp8attn.paged.decode) against BF16 decode on a contiguous cache (torch SDPA:
+cuDNN and FlashAttention backends), issue 9's table.
+
+Effective read bandwidth: the bytes of K and V the call must read (every sequence's keys and values once, in the
+provider's own type: 1 byte for fp8attn, 2 for BF16) divided by the time. GQA 32/8, D=128 unless stated; one
+query token unless stated; page size 64 (and 16). Timing: CUDA events around back-to-back calls after warm-up,
+median of --repeats samples (bench_vs_cudnn.time_cuda).
+
+    PYTHONPATH=build/python python3 bench/bench_decode.py --csv out.csv
+
+This is a benchmark, never a test: it prints a table and writes what --csv names.
+"""
+
+import argparse
+import csv
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda)
+
+# (name, batch, context, heads_q, heads_kv, q_len, page)
+CASES = [
+    ("b32_s32k", 32, 32768, 32, 8, 1, 64),
+    ("b8_s128k", 8, 131072, 32, 8, 1, 64),
+    ("b128_s4k", 128, 4096, 32, 8, 1, 64),
+    ("b1_s128k", 1, 131072, 32, 8, 1, 64),
+    ("b32_s32k_page16", 32, 32768, 32, 8, 1, 16),
+    ("b32_s32k_q4", 32, 32768, 32, 8, 4, 64),
+    ("b32_s32k_mqa", 32, 32768, 32, 1, 1, 64),
+]
+HEAD_DIM = 128
+TARGETS = {"b32_s32k": 4.2, "b8_s128k": 4.2, "b128_s4k": 4.2, "b1_s128k": 3.5}
+
+
+def run_case(case, args):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from fp8attn.paged import PagedKVCache, decode
+
+    name, batch, context, heads_q, heads_kv, q_len, page = case
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    pages_per_seq = context // page
+    num_pages = batch * pages_per_seq
+    cache = PagedKVCache(num_pages, page, heads_kv, HEAD_DIM, k_descale=[0.02] * heads_kv, v_descale=[0.01] * heads_kv)
+    cache.k_pages.view(torch.uint8).copy_(torch.randint(0, 0x7E, cache.k_pages.shape, generator=gen, device="cuda",
+                                                        dtype=torch.uint8))
+    cache.v_pages.view(torch.uint8).copy_(torch.randint(0, 0x7E, cache.v_pages.shape, generator=gen, device="cuda",
+                                                        dtype=torch.uint8))
+    table = torch.randperm(num_pages, generator=gen, device="cuda").to(torch.int32).reshape(batch, pages_per_seq)
+    seqlens = torch.full((batch,), context, dtype=torch.int32, device="cuda")
+    q = torch.randn((batch, q_len, heads_q, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
+    out = torch.empty_like(q)
+    rec = {"case": name}
+    fp8_bytes = 2 * batch * context * heads_kv * HEAD_DIM
+    ms = bvc.time_cuda(lambda: decode(q, cache, table, seqlens, context, out=out), args)
+    rec["fp8attn-paged-fp8"] = fp8_bytes / (ms * 1e-3) / 1e12
+    rec["fp8attn_ms"] = ms
+    cache = None  # frees the pages before the BF16 cache is allocated
+    torch.cuda.empty_cache()
+    # BF16 on a contiguous cache [B, H_kv, S, D] (what SDPA reads), the same shapes.
+    if not args.no_sdpa:
+        k = torch.randn((batch, heads_kv, context, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
+        v = torch.randn((batch, heads_kv, context, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
+        qh = q.transpose(1, 2)
+        for provider, backend in (("cudnn-bf16", SDPBackend.CUDNN_ATTENTION), ("flash-bf16", SDPBackend.FLASH_ATTENTION)):
+            try:
+                with sdpa_kernel(backend):
+                    def call():
+                        return F.scaled_dot_product_attention(qh, k, v, enable_gqa=heads_q != heads_kv,
+                                                              is_causal=q_len > 1)
+                    ms = bvc.time_cuda(call, args)
+                rec[provider] = 2 * fp8_bytes / (ms * 1e-3) / 1e12
+            except Exception as e:  # noqa: BLE001 - record and go on
+                rec[provider] = None
+                rec[f"{provider}_failure"] = f"{type(e).__name__}: {e}"[:200]
+        del k, v
+        torch.cuda.empty_cache()
+    return rec
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", default="")
+    ap.add_argument("--cases", default="", help="comma-separated substrings of the case names to keep")
+    ap.add_argument("--no-sdpa", action="store_true")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--target-ms", type=float, default=20.0)
+    args = ap.parse_args()
+    cases = [c for c in CASES if not args.cases or any(w in c[0] for w in args.cases.split(","))]
+    providers = ["fp8attn-paged-fp8", "cudnn-bf16", "flash-bf16"]
+    print(f"{'TB/s effective':<18}" + "".join(f"{p:>20}" for p in providers) + f"{'target':>10}")
+    rows = []
+    for case in cases:
+        rec = run_case(case, args)
+        rows.append(rec)
+        cells = "".join(f"{rec[p]:>20.2f}" if rec.get(p) else f"{'-':>20}" for p in providers)
+        print(f"{case[0]:<18}{cells}{TARGETS.get(case[0], ''):>10}", flush=True)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
+            w.writeheader()
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()

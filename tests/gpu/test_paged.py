@@ -1,0 +1,190 @@
+"""The paged FP8 KV cache on the H200 (fp8attn.paged: append, decode): decode against float64 attention over the
+same dequantized cache with random block tables, page boundaries, odd and per-sequence lengths from 1 to 128k in
+one batch, NaN-poisoned free slots and pages, GQA ratios and MQA, 1-8 speculative tokens (causal among them),
+split-KV, static and per-page descales; append's bytes; invalid tables give NaN rows; CUDA-graph replay.
+tests/cpu/test_paged_interpreter.py runs the same kernels in Triton's interpreter."""
+
+import math
+
+import pytest
+
+import fmha_utils as fu
+
+if fu.SKIP_REASON:
+    pytest.skip(fu.SKIP_REASON, allow_module_level=True)
+
+import torch  # noqa: E402
+
+import fp8attn  # noqa: E402
+from fp8attn.paged import PagedKVCache, append, decode  # noqa: E402
+
+NAN_E4M3 = 0x7F
+
+
+def compiled(page, head_dim):
+    return any(k["name"].startswith(f"fp8attn_sm90_paged_decode_e4m3_bf16_p{page}x{head_dim}_")
+               for k in fp8attn.list_operations() if isinstance(k, dict))
+
+
+def build(seqlens, heads_kv, head_dim, page, per_page, gen):
+    """A cache holding random keys/values for each sequence (quantized by append), pages shuffled, every slot
+    no sequence owns NaN. Returns (cache, block_table, seqlens tensor, float64 K/V per sequence)."""
+    pages_of = [max(1, -(-s // page)) for s in seqlens]
+    num_pages = sum(pages_of) + 2
+    order = torch.randperm(num_pages, generator=gen)
+    max_pages = max(pages_of) + 1
+    table = torch.full((len(seqlens), max_pages), int(order[-1]), dtype=torch.int32)
+    start = 0
+    for b, n in enumerate(pages_of):
+        table[b, :n] = order[start:start + n].to(torch.int32)
+        start += n
+    table = table.cuda()
+    kd = torch.rand((num_pages if per_page else 1, heads_kv), generator=gen) * 0.02 + 0.01
+    vd = torch.rand((num_pages if per_page else 1, heads_kv), generator=gen) * 0.01 + 0.005
+    cache = PagedKVCache(num_pages, page, heads_kv, head_dim, per_page=per_page)
+    cache.k_descale.copy_(kd if per_page else kd.expand(1, heads_kv))
+    cache.v_descale.copy_(vd if per_page else vd.expand(1, heads_kv))
+    cache.k_pages.view(torch.uint8).fill_(NAN_E4M3)
+    cache.v_pages.view(torch.uint8).fill_(NAN_E4M3)
+    kv = []
+    for b, s in enumerate(seqlens):
+        k = (torch.randn((1, s, heads_kv, head_dim), generator=gen) * 2 + 0.5).to(torch.bfloat16).cuda()
+        v = torch.randn((1, s, heads_kv, head_dim), generator=gen).to(torch.bfloat16).cuda()
+        if s:
+            append(cache, k, v, table[b:b + 1], torch.zeros(1, dtype=torch.int32, device="cuda"))
+        kv.append(None)
+    torch.cuda.synchronize()
+    # The reference reads back what append wrote (its bytes are checked in test_append_bytes).
+    for b, s in enumerate(seqlens):
+        if s == 0:
+            kv[b] = (torch.zeros((0, heads_kv, head_dim), dtype=torch.float64),) * 2
+            continue
+        pos = torch.arange(s)
+        pages = table[b].cpu()[pos // page].long()
+        slots = pos % page
+        kq = cache.k_pages[pages, slots].double().cpu()
+        vq = cache.v_pages[pages, slots].double().cpu()
+        dk = cache.k_descale[pages if per_page else torch.zeros_like(pages)].double().cpu()[:, :, None]
+        dv = cache.v_descale[pages if per_page else torch.zeros_like(pages)].double().cpu()[:, :, None]
+        kv[b] = (kq * dk, vq * dv)
+    return cache, table, torch.tensor(seqlens, dtype=torch.int32, device="cuda"), kv
+
+
+def reference(q, kv, seqlens, scale):
+    batch, q_len, heads_q, d = q.shape
+    out = torch.zeros(q.shape, dtype=torch.float64)
+    for b in range(batch):
+        k, v = kv[b]
+        group = heads_q // k.shape[1]
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        for t in range(q_len):
+            n = seqlens[b] - q_len + t + 1
+            if n <= 0:
+                continue
+            s = torch.einsum("hd,shd->hs", q[b, t].double().cpu(), k[:n]) * scale
+            out[b, t] = torch.einsum("hs,shd->hd", torch.softmax(s, -1), v[:n])
+    return out
+
+
+@pytest.mark.parametrize("page", [16, 64])
+@pytest.mark.parametrize("case", [
+    dict(seqlens=[1, 15, 16, 17, 1000, 4097], heads_q=32, heads_kv=8, q_len=1, per_page=True, splits=0),
+    dict(seqlens=[63, 64, 65], heads_q=32, heads_kv=8, q_len=4, per_page=False, splits=3),
+    dict(seqlens=[333, 2000], heads_q=16, heads_kv=1, q_len=8, per_page=True, splits=0),  # MQA, row chunks
+    dict(seqlens=[100, 50], heads_q=12, heads_kv=4, q_len=2, per_page=True, splits=1),
+], ids=["gqa-ragged", "spec4-static", "mqa-spec8", "gqa3"])
+def test_decode_against_float64(page, case, seed):
+    d = 128
+    if not compiled(page, d):
+        pytest.skip(f"no paged decode instance for pages of {page} at D={d}")
+    gen = fu.generator(seed)
+    cache, table, seqlens, kv = build(case["seqlens"], case["heads_kv"], d, page, case["per_page"], gen)
+    q = torch.randn((len(case["seqlens"]), case["q_len"], case["heads_q"], d), generator=gen).to(torch.bfloat16).cuda()
+    o = decode(q, cache, table, seqlens, max(case["seqlens"]), num_splits=case["splits"])
+    torch.cuda.synchronize()
+    ref = reference(q, kv, case["seqlens"], 1 / math.sqrt(d))
+    assert torch.isfinite(o).all(), "a NaN free slot or page reached O"
+    err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
+    assert err < 5e-3, f"relative error {err:.2e}"
+
+
+def test_lengths_from_1_to_128k_in_one_batch(seed):
+    d, page = 128, 64
+    if not compiled(page, d):
+        pytest.skip("no paged decode instance for pages of 64 at D=128")
+    gen = fu.generator(seed)
+    lengths = [1, 777, 32768, 131072]
+    cache, table, seqlens, kv = build(lengths, 8, d, page, True, gen)
+    q = torch.randn((4, 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
+    o = decode(q, cache, table, seqlens, max(lengths))
+    torch.cuda.synchronize()
+    ref = reference(q, kv, lengths, 1 / math.sqrt(d))
+    err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
+    assert err < 5e-3, f"relative error {err:.2e}"
+
+
+def test_invalid_table_gives_nan_rows(seed):
+    d, page = 128, 16
+    if not compiled(page, d):
+        pytest.skip("no paged decode instance for pages of 16 at D=128")
+    gen = fu.generator(seed)
+    cache, table, seqlens, _ = build([100, 100], 8, d, page, False, gen)
+    table[0, 1] = 10**6
+    q = torch.randn((2, 1, 8, d), generator=gen).to(torch.bfloat16).cuda()
+    o = decode(q, cache, table, seqlens, 100)
+    torch.cuda.synchronize()
+    assert torch.isnan(o[0]).all() and torch.isfinite(o[1]).all()
+
+
+def test_append_bytes(seed):
+    d, page = 128, 16
+    gen = fu.generator(seed)
+    cache = PagedKVCache(4, page, 2, d, k_descale=[0.01, 0.02], v_descale=[0.005, 0.004])
+    cache.k_pages.view(torch.uint8).fill_(0x55)
+    table = torch.tensor([[3, 0]], dtype=torch.int32, device="cuda")
+    k = (torch.randn((1, 3, 2, d), generator=gen) * 3).to(torch.bfloat16).cuda()
+    v = torch.randn((1, 3, 2, d), generator=gen).to(torch.bfloat16).cuda()
+    append(cache, k, v, table, torch.tensor([15], dtype=torch.int32, device="cuda"))  # crosses into page 0
+    torch.cuda.synchronize()
+    want = (k.float() / torch.tensor([0.01, 0.02], device="cuda")[None, None, :, None]).clamp(-448, 448)
+    want = want.to(torch.float8_e4m3fn)
+    got = torch.stack([cache.k_pages[3, 15], cache.k_pages[0, 0], cache.k_pages[0, 1]])
+    assert torch.equal(got.view(torch.uint8), want[0].view(torch.uint8))
+    untouched = cache.k_pages[1:3].view(torch.uint8)
+    assert (untouched == 0x55).all()
+
+
+def test_cuda_graph_replay(seed):
+    d, page = 128, 64
+    if not compiled(page, d):
+        pytest.skip("no paged decode instance for pages of 64 at D=128")
+    gen = fu.generator(seed)
+    cache, table, seqlens, _ = build([500, 70], 8, d, page, True, gen)
+    q = torch.randn((2, 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
+    out = torch.empty_like(q)
+    want = decode(q, cache, table, seqlens, 512, num_splits=2).clone()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        decode(q, cache, table, seqlens, 512, num_splits=2, out=out)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
+
+
+def test_errors(seed):
+    cache = PagedKVCache(8, 64, 2, 128)
+    table = torch.zeros((1, 4), dtype=torch.int32, device="cuda")
+    seqlens = torch.tensor([10], dtype=torch.int32, device="cuda")
+    q = torch.zeros((1, 1, 4, 128), dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(ValueError, match="max_seqlen=1000"):
+        decode(q, cache, table, seqlens, 1000)  # 4 pages of 64 hold 256 tokens
+    with pytest.raises(ValueError, match="q_len=9"):
+        decode(torch.zeros((1, 9, 4, 128), dtype=torch.bfloat16, device="cuda"), cache, table, seqlens, 100)
+    with pytest.raises(ValueError, match="heads_q=3"):
+        decode(torch.zeros((1, 1, 3, 128), dtype=torch.bfloat16, device="cuda"), cache, table, seqlens, 100)
+    with pytest.raises(ValueError, match="block_table"):
+        decode(q, cache, table.long(), seqlens, 100)
+    with pytest.raises(ValueError, match="k_pages"):
+        bad = PagedKVCache(8, 64, 2, 128)
+        bad.k_pages = bad.k_pages.to(torch.bfloat16)
+        decode(q, bad, table, seqlens, 100)
