@@ -37,9 +37,9 @@ from operations.transpose_v import TransposeConfig  # noqa: E402
 HEAD_DIMS = (64, 128, 256)
 
 
-def _fmha(qk, d, bm, bn, w, s, causal, ws=False, even_n=False, vnat=False):
+def _fmha(qk, d, bm, bn, w, s, causal, ws=False, even_n=False, vnat=False, softcap=False):
     out = "bf16"
-    return FmhaConfig(qk, qk, "f32", out, bm, bn, d, w, s, causal, ws, even_n, v_natural=vnat)
+    return FmhaConfig(qk, qk, "f32", out, bm, bn, d, w, s, causal, ws, even_n, v_natural=vnat, softcap=softcap)
 
 
 def _int8_qk(d, causal):
@@ -81,6 +81,12 @@ def _default_instances():
     # come after every other attention instance.
     rows += [_fmha("e4m3", d, 128, 128, 8, 3 if d < 256 else 2, causal, vnat=True)
              for causal in (False, True) for d in HEAD_DIMS]
+    # Logit soft-capping (Gemma 2: D=256 and its local/global layers, causal), FP8 and BF16, the plain instances'
+    # tiles; sliding windows need no instance of their own (runtime bounds on every Triton instance).
+    rows += [_fmha("e4m3", 256, 128, 128, 8, 2, True, softcap=True),
+             _fmha("bf16", 256, 128, 64, 8, 2, True, softcap=True),
+             _fmha("e4m3", 128, 128, 128, 8, 3, True, softcap=True),
+             _fmha("bf16", 128, 128, 128, 8, 2, True, softcap=True)]
     # INT8 Q.K^T (issue 7's best accuracy mode: +0.17% perplexity on SmolLM2 by emulation), D=64 (that model)
     # and 128; not yet measured on the GPU.
     rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]

@@ -57,7 +57,7 @@ if step modes; then
   tail -40 "$OUT/modes.txt"
 fi
 if step decode; then
-  PYTHONPATH=build/python timeout 300 python3 bench/bench_decode.py --csv "$OUT/bench_decode.csv" \
+  PYTHONPATH=build/python timeout 300 python3 bench/bench_decode.py --window --csv "$OUT/bench_decode.csv" \
     > "$OUT/decode.txt" 2>&1 || status=1
   cat "$OUT/decode.txt"
 fi

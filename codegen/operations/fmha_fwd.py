@@ -12,6 +12,7 @@
             P.V MMA without a register shuffle; cannot read a caller's sequence-contiguous V directly
     bdesc   per-block q and k descales (one per 64 tokens, the quantize operation's blocks) applied in the tile;
             every "i8" (INT8 Q.K^T, e4m3 V) instance has them
+    softcap logit soft-capping cap * tanh(s / cap) (Gemma 2); sliding windows need no variant (runtime)
     family  omitted for "triton"; otherwise the family that compiles it (e.g. "gluon")
 """
 
@@ -48,6 +49,7 @@ class FmhaConfig:
     v_natural: bool = False
     v_key_permuted: bool = False
     block_descale: bool = False
+    softcap: bool = False
 
     operation = NAME
 
@@ -70,7 +72,7 @@ class FmhaConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_fmha_fwd_(?P<qk>[a-z0-9]+)_(?P<v>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<out>[a-z0-9]+)_"
     r"(?P<bm>\d+)x(?P<bn>\d+)x(?P<d>\d+)_w(?P<w>\d+)_s(?P<s>\d+)_(?P<layout>strided)_(?P<mask>causal|full)"
-    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?:_(?P<family>gluon))?")
+    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?P<softcap>_softcap)?(?:_(?P<family>gluon))?")
 
 
 def name_of(c: FmhaConfig) -> str:
@@ -87,6 +89,8 @@ def name_of(c: FmhaConfig) -> str:
         name += "_vkperm"
     if c.block_descale:
         name += "_bdesc"
+    if c.softcap:
+        name += "_softcap"
     if c.family != "triton":
         name += f"_{c.family}"
     return name
@@ -102,7 +106,8 @@ def parse(name: str):
             raise ValueError(f"kernel name {name!r}: unknown type {m[field]!r}")
     return FmhaConfig(m["qk"], m["v"], m["acc"], m["out"], int(m["bm"]), int(m["bn"]), int(m["d"]),
                       int(m["w"]), int(m["s"]), m["mask"] == "causal", bool(m["ws"]), bool(m["evenn"]),
-                      m["layout"], m["family"] or "triton", bool(m["vnat"]), bool(m["vkperm"]), bool(m["bdesc"]))
+                      m["layout"], m["family"] or "triton", bool(m["vnat"]), bool(m["vkperm"]), bool(m["bdesc"]),
+                      bool(m["softcap"]))
 
 
 # ---- Kernel parameters (the one list: signature, PTX check and C++ packing all come from it) --------------
@@ -122,6 +127,8 @@ SCALAR_PARAMS = [
     # q's descale per query head (0 in the FlashAttention-3 convention, which indexes it by kv head), and the
     # per-block strides (per 64 query rows / keys; 0 unless the instance is "bdesc").
     Param("q_descale_stride_hq", "i64"), Param("q_descale_stride_blk", "i64"), Param("k_descale_stride_blk", "i64"),
+    # Sliding window (-1: unlimited on that side) and soft-cap (applied by "softcap" instances only).
+    Param("window_left", "i32"), Param("window_right", "i32"), Param("softcap", "f32"),
     Param("softmax_scale", "f32"),
     Param("seqlen_q", "i32"), Param("seqlen_k", "i32"), Param("heads_q", "i32"), Param("group_size", "i32"),
     Param("write_lse", "i32"),
@@ -177,7 +184,7 @@ def _gluon_compile_spec(c: FmhaConfig):
     supported = (c.qk_type == "e4m3" and c.v_type == "e4m3" and c.out_type == "bf16" and c.acc_type == "f32"
                  and c.block_m == 2 * GLUON_WG_M and c.block_n == 128 and c.head_dim in (64, 128) and c.warps == 4
                  and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural
-                 and not c.block_descale)
+                 and not c.block_descale and not c.softcap)
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 -> bf16, 128x128x64 or x128, w4 (two consumer "
                          "warpgroups of 64 rows + a producer warp), 2 or 3 stages, V^T (optionally vkperm), no "
@@ -214,7 +221,7 @@ def compile_spec(c: FmhaConfig):
              "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32"}
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "V_TRANSPOSED": c.reads_v_transposed, "WARP_SPECIALIZE": c.warp_specialized, "EVEN_N": c.even_n,
-                  "BLOCK_DESCALE": c.block_descale}
+                  "BLOCK_DESCALE": c.block_descale, "SOFTCAP": c.softcap}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -250,4 +257,4 @@ def cpp_config(c: FmhaConfig):
             f"{{DataType::{t[c.qk_type]}, DataType::{t[c.v_type]}, DataType::{t[c.acc_type]}, "
             f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
             f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}, "
-            f"{b(c.v_key_permuted)}, {b(c.block_descale)}}}")
+            f"{b(c.v_key_permuted)}, {b(c.block_descale)}, {b(c.softcap)}}}")

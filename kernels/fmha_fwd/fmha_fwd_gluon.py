@@ -390,6 +390,7 @@ def fmha_fwd_gluon_kernel(
     k_descale_stride_b, k_descale_stride_h,
     v_descale_stride_b, v_descale_stride_h,
     q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk,
+    window_left, window_right, softcap,  # the runtime gives this kernel neither (Triton instances only)
     softmax_scale,
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
     batch,

@@ -24,6 +24,11 @@ warp-specialized instance for LSE.
 Causal masking is bottom-right aligned: query row i sees keys j <= i + (seqlen_k - seqlen_q). A query row
 that sees no key at all gets O = 0 and LSE = -inf.
 
+Sliding windows (local attention, FlashAttention's convention, runtime): with c = seqlen_k - seqlen_q, row i sees
+keys i + c - window_left <= j <= i + c + window_right (a negative window is unlimited on that side; causal caps
+the right side at 0). Tiles entirely outside a block's window are never loaded; tiles crossing its edges are
+masked. Logit soft-capping (SOFTCAP, Gemma 2): scores s = softmax_scale * q.k become cap * tanh(s / cap).
+
 Descales: q's is indexed by (batch, kv head, query head, block of DESCALE_BLOCK query rows) through four
 strides, k's by (batch, kv head, block of DESCALE_BLOCK keys), v's by (batch, kv head); a zero stride
 broadcasts. BLOCK_DESCALE instances apply per-block descales inside the tile (S scaled per key column and per
@@ -46,24 +51,34 @@ P_EXPONENT_BIAS = tl.constexpr(numerics.P_EXPONENT_BIAS)
 NEG_BIG = tl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = tl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = tl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
+_LOG2E_C = tl.constexpr(numerics.LOG2E)
+# Window offsets standing for "unlimited": far beyond any int32 sequence, and their sums stay within int32.
+NO_LIMIT = tl.constexpr(1 << 30)
 
 
 @triton.jit
-def _mask_tile(qk, start_n, offs_m, offs_n, causal_offset, seqlen_k, CAUSAL: tl.constexpr):
+def _mask_tile(qk, start_n, offs_m, offs_n, lo_off, hi_off, seqlen_k):
+    """Row i keeps keys i + lo_off <= j <= i + hi_off, j < seqlen_k (lo_off, hi_off: very negative / large
+    when a side is unlimited; hi_off = seqlen_k - seqlen_q for causal)."""
     cols = start_n + offs_n
-    if CAUSAL:
-        # Row i sees keys j < min(seqlen_k, i + causal_offset + 1): one compare per element.
-        col_limit = tl.minimum(offs_m + causal_offset + 1, seqlen_k)
-        keep = cols[None, :] < col_limit[:, None]
-    else:
-        keep = cols[None, :] < seqlen_k
+    col_limit = tl.minimum(offs_m + hi_off + 1, seqlen_k)
+    keep = (cols[None, :] < col_limit[:, None]) & (cols[None, :] >= (offs_m + lo_off)[:, None])
     return tl.where(keep, qk, float("-inf"))
 
 
 @triton.jit
-def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale, causal_offset,
-               seqlen_k, k_block_descale, k_descale_stride_blk, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
-               V_TRANSPOSED: tl.constexpr, BLOCK_DESCALE: tl.constexpr):
+def _softcap(s, cap):
+    """cap * tanh(s / cap), with tanh(x) = sign(x) (1 - e^-2|x|) / (1 + e^-2|x|) (exact at 0, no overflow)."""
+    x = s / cap
+    e = tl.math.exp2(-2.0 * _LOG2E_C * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return cap * tl.where(x < 0, -t, t)
+
+
+@triton.jit
+def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale, lo_off, hi_off,
+               seqlen_k, k_block_descale, k_descale_stride_blk, softcap, MASKED: tl.constexpr,
+               V_TRANSPOSED: tl.constexpr, BLOCK_DESCALE: tl.constexpr, SOFTCAP: tl.constexpr):
     """One KV tile of the online softmax.
 
     State per query row: m = running maximum of S (exp2 domain); acc and l hold O and rowsum(P) in a
@@ -94,13 +109,21 @@ def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, q
         kd_cols = tl.load(k_block_descale + (cols // DESCALE_BLOCK).to(tl.int64) * k_descale_stride_blk,
                           mask=cols < seqlen_k, other=1.0)
         qk = qk * kd_cols[None, :]
+    if SOFTCAP:
+        # qk_scale here is softmax_scale * descales (natural units); the capped scores go to the exp2 domain.
+        qk = _softcap(qk * qk_scale, softcap) * _LOG2E_C
     if MASKED:
-        qk = _mask_tile(qk, start_n, offs_m, offs_n, causal_offset, seqlen_k, CAUSAL)
-    m_tile = tl.max(qk, 1) * qk_scale  # -inf for a row with no visible key in this tile
+        qk = _mask_tile(qk, start_n, offs_m, offs_n, lo_off, hi_off, seqlen_k)
+    if SOFTCAP:
+        m_tile = tl.max(qk, 1)  # -inf for a row with no visible key in this tile
+    else:
+        m_tile = tl.max(qk, 1) * qk_scale
     m_new = tl.maximum(m_i, m_tile)
     ref = tl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
     # P_tile = exp2(S - ref) * 2^8, rounded to V's type.
-    if BLOCK_DESCALE:
+    if SOFTCAP:
+        p = tl.math.exp2(qk - (ref - P_EXPONENT_BIAS)[:, None])
+    elif BLOCK_DESCALE:
         p = tl.math.exp2(qk * qk_scale[:, None] - (ref - P_EXPONENT_BIAS)[:, None])
     else:
         p = tl.math.exp2(qk * qk_scale - (ref - P_EXPONENT_BIAS)[:, None])
@@ -121,6 +144,7 @@ def fmha_fwd_kernel(
     k_descale_stride_b, k_descale_stride_h,
     v_descale_stride_b, v_descale_stride_h,
     q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk,
+    window_left, window_right, softcap,
     softmax_scale,
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
     stride_qb, stride_qh, stride_qs,
@@ -129,7 +153,7 @@ def fmha_fwd_kernel(
     stride_ob, stride_oh, stride_os,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, EVEN_N: tl.constexpr, BLOCK_DESCALE: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, EVEN_N: tl.constexpr, BLOCK_DESCALE: tl.constexpr, SOFTCAP: tl.constexpr,
 ):
     # One-dimensional grid of num_m_blocks * batch * heads_q programs, query blocks fastest: the programs of
     # one (batch, head) run side by side and share its K and V in L2, and no grid dimension limits batch *
@@ -177,7 +201,10 @@ def fmha_fwd_kernel(
         # Per query row: its block's q descale (k's per key column, in the tile).
         qd_rows = tl.load(q_descale_base + (offs_m // DESCALE_BLOCK).to(tl.int64) * q_descale_stride_blk,
                           mask=offs_m < seqlen_q, other=1.0)
+        tl.static_assert(not SOFTCAP, "soft-capping with per-block descales is not compiled")
         qk_scale = softmax_scale * LOG2E * qd_rows
+    elif SOFTCAP:
+        qk_scale = softmax_scale * tl.load(q_descale_base) * tl.load(k_descale_base)  # natural units (_attn_tile)
     else:
         qk_scale = softmax_scale * tl.load(q_descale_base) * tl.load(k_descale_base) * LOG2E
     m_i = tl.full([BLOCK_M], NEG_BIG, dtype=tl.float32)
@@ -186,28 +213,50 @@ def fmha_fwd_kernel(
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     q = q_desc.load([start_m, 0])
 
+    # Row i sees keys i + lo_off <= j <= i + hi_off (and j < seqlen_k).
     causal_offset = seqlen_k - seqlen_q
+    hi_off = NO_LIMIT
+    if CAUSAL:
+        hi_off = causal_offset
+    if window_right >= 0:
+        hi_off = tl.minimum(hi_off, causal_offset + window_right)
+    lo_off = -NO_LIMIT
+    if window_left >= 0:
+        lo_off = causal_offset - window_left
+    # Clamped to what this block can reach (same visible keys, and no int32 overflow in the sums below).
+    hi_off = tl.minimum(hi_off, seqlen_k)
+    lo_off = tl.maximum(lo_off, -(start_m + BLOCK_M))
     if EVEN_N:
-        n_full = seqlen_k  # the instance is only chosen when seqlen_k % BLOCK_N == 0 (and not causal)
+        n_full = seqlen_k  # the instance is only chosen when seqlen_k % BLOCK_N == 0 (not causal, no window)
     else:
         n_full = (seqlen_k // BLOCK_N) * BLOCK_N
-    n_end = seqlen_k
-    if CAUSAL:
-        # Keys every row of the block may see: j <= start_m + causal_offset.
-        first_row_limit = start_m + causal_offset + 1
-        n_full = tl.minimum(n_full, tl.maximum(first_row_limit, 0) // BLOCK_N * BLOCK_N)
-        n_end = tl.minimum(seqlen_k, tl.maximum(start_m + BLOCK_M + causal_offset, 0))
+    # Keys every row of the block sees lie below the first row's upper limit; keys past the last row's are
+    # never loaded; keys below the first row's lower limit neither (a window's far side).
+    n_full = tl.minimum(n_full, tl.maximum(tl.minimum(start_m + hi_off + 1, seqlen_k), 0) // BLOCK_N * BLOCK_N)
+    n_end = tl.minimum(seqlen_k, tl.maximum(start_m + BLOCK_M + hi_off, 0))
+    n_start = tl.maximum(start_m + lo_off, 0) // BLOCK_N * BLOCK_N
+    # Tiles below the last row's lower limit are seen by some rows only: masked.
+    n_lo_full = tl.maximum(start_m + BLOCK_M - 1 + lo_off, 0)
+    n_lo_full = (n_lo_full + BLOCK_N - 1) // BLOCK_N * BLOCK_N
+    lo_masked_end = tl.minimum(tl.maximum(n_lo_full, n_start), n_end)
+    full_end = tl.maximum(lo_masked_end, n_full)
 
-    # Tiles [0, n_full) need no mask; [n_full, n_end) are masked (sequence end, causal diagonal).
-    for start_n in tl.range(0, n_full, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
-        acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale,
-                                        causal_offset, seqlen_k, k_descale_base, k_descale_stride_blk, False, CAUSAL,
-                                        V_TRANSPOSED, BLOCK_DESCALE)
+    # [n_start, lo_masked_end) masked (a window's left edge), [lo_masked_end, full_end) unmasked,
+    # [full_end, n_end) masked (sequence end, causal diagonal, a window's right edge).
     if not EVEN_N:
-        for start_n in range(n_full, n_end, BLOCK_N):
+        for start_n in range(n_start, lo_masked_end, BLOCK_N):
             acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n,
-                                            qk_scale, causal_offset, seqlen_k, k_descale_base, k_descale_stride_blk,
-                                            True, CAUSAL, V_TRANSPOSED, BLOCK_DESCALE)
+                                            qk_scale, lo_off, hi_off, seqlen_k, k_descale_base, k_descale_stride_blk,
+                                            softcap, True, V_TRANSPOSED, BLOCK_DESCALE, SOFTCAP)
+    for start_n in tl.range(lo_masked_end, full_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, qk_scale,
+                                        lo_off, hi_off, seqlen_k, k_descale_base, k_descale_stride_blk, softcap,
+                                        False, V_TRANSPOSED, BLOCK_DESCALE, SOFTCAP)
+    if not EVEN_N:
+        for start_n in range(full_end, n_end, BLOCK_N):
+            acc, l_i, m_i, f_i = _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n,
+                                            qk_scale, lo_off, hi_off, seqlen_k, k_descale_base, k_descale_stride_blk,
+                                            softcap, True, V_TRANSPOSED, BLOCK_DESCALE, SOFTCAP)
 
     # O = acc / l * v_descale (the frame cancels). A row that saw no key (l == 0) gets O = 0 and LSE = -inf;
     # a row whose scores hold NaN has l = NaN and gets NaN in both (NaN fails every comparison, so it is

@@ -64,8 +64,19 @@ def _stream_and_device(q):
     return _raw_stream(index), index == torch.cuda.current_device()
 
 
+def _window(window):
+    """(left, right) from None (unlimited) or a pair; -1 (or None) on a side: unlimited."""
+    if window is None:
+        return -1, -1
+    try:
+        left, right = window
+    except (TypeError, ValueError):
+        raise ValueError(f"window={window!r}: expected (left, right), -1 for an unlimited side") from None
+    return (-1 if left is None else int(left)), (-1 if right is None else int(right))
+
+
 def _call(fn, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, return_lse, kernel_name, out, layout,
-          v_key_permuted=False, **extra):
+          v_key_permuted=False, window=None, softcap=0.0, **extra):
     if layout not in _LAYOUTS:
         raise ValueError(f"layout={layout!r}: expected 'bshd' ([batch, seqlen, heads, head_dim]) or 'bhsd'")
     if not isinstance(q, torch.Tensor):
@@ -80,12 +91,13 @@ def _call(fn, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, r
         lse = _allocate((b, h, s), torch.float32, q.device)
     result = fn(q, k, v, out, lse, q_descale, k_descale, v_descale, bool(causal),
                 0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
-                layout == "bhsd", bool(v_key_permuted), **extra)
+                layout == "bhsd", bool(v_key_permuted), *_window(window), float(softcap or 0.0), **extra)
     return result, out, lse
 
 
 def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
-             return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False):
+             return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False, window=None,
+             softcap=0.0):
     """Attention forward: O = softmax(Q K^T * softmax_scale) V, FP8 (e4m3) or BF16 inputs, BF16 output.
 
     q: [B, S_q, H_q, D] (layout "bshd") or [B, H_q, S_q, D] ("bhsd"); k, v: the same with S_k and H_kv,
@@ -102,6 +114,9 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     out: optional BF16 output in q's layout and shape, written in place.
     v_key_permuted: v is the sequence-contiguous view transpose_v(v, key_permuted=True) returned (FP8 only): the
     call then runs no transpose of its own (for a V reused across calls).
+    window: (left, right) sliding window, FlashAttention's convention: with c = S_k - S_q, query row i sees keys
+    i + c - left <= j <= i + c + right; -1 (or None) leaves a side unlimited. Tiles outside are skipped.
+    softcap: logit soft-capping (Gemma 2), scores s become softcap * tanh(s / softcap); 0 is off.
 
     Returns O (BF16, q's layout and shape), or (O, LSE) with return_lse, LSE float32 [B, H_q, S_q] (natural
     log). Launched asynchronously on torch.cuda.current_stream(). Raises ValueError naming the argument when
@@ -110,29 +125,31 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     stream, current = _stream_and_device(q) if isinstance(q, torch.Tensor) else (0, True)
     if current:
         _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                            return_lse, kernel_name, out, layout, v_key_permuted, stream=stream,
+                            return_lse, kernel_name, out, layout, v_key_permuted, window, softcap, stream=stream,
                             allocate=_workspace_alloc, release=_workspace_free)
     else:
         with torch.cuda.device(q.device):
             _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                                return_lse, kernel_name, out, layout, v_key_permuted, stream=stream,
-                                allocate=_workspace_alloc, release=_workspace_free)
+                                return_lse, kernel_name, out, layout, v_key_permuted, window, softcap,
+                                stream=stream, allocate=_workspace_alloc, release=_workspace_free)
     return (out, lse) if return_lse else out
 
 
 def select_kernel(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
-                  return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False):
+                  return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False, window=None,
+                  softcap=0.0):
     """Name of the compiled instance fmha_fwd would run for these arguments (same signature, nothing runs)."""
     name, _, _ = _call(_ext.select_kernel, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                       return_lse, kernel_name, out, layout, v_key_permuted)
+                       return_lse, kernel_name, out, layout, v_key_permuted, window, softcap)
     return name
 
 
 def workspace_size(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
-                   return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False):
+                   return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False, window=None,
+                   softcap=0.0):
     """Bytes of device workspace fmha_fwd allocates for these arguments (V^T staging, descriptors)."""
     size, _, _ = _call(_ext.workspace_size, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                       return_lse, kernel_name, out, layout, v_key_permuted)
+                       return_lse, kernel_name, out, layout, v_key_permuted, window, softcap)
     return size
 
 

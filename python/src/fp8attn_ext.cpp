@@ -181,6 +181,9 @@ struct Call {
   std::string const& kernel_name;
   bool bhsd;
   bool v_key_permuted;
+  int window_left;
+  int window_right;
+  float softcap;
 };
 
 /// Builds FmhaFwd::Arguments, raising ValueError for what the Arguments cannot express. *device: q's device.
@@ -281,6 +284,9 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
   args.softmax_scale = c.softmax_scale;
   args.kernel_name = c.kernel_name;
   args.v_key_permuted = c.v_key_permuted;
+  args.window_left = c.window_left;
+  args.window_right = c.window_right;
+  args.softcap = c.softcap;
   return args;
 }
 
@@ -601,6 +607,7 @@ nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   r["v_transposed"] = d.v_transposed;
   r["v_key_permuted"] = d.v_key_permuted;
   r["block_descale"] = d.block_descale;
+  r["softcap"] = d.softcap;
   r["launch_warps"] = d.launch_warps;
   r["shared_bytes"] = d.shared_bytes;
   return r;
@@ -609,12 +616,16 @@ nb::dict describe(fp8attn::library::FmhaDescription const& d) {
 #define FP8ATTN_CALL_PARAMS                                                                             \
   nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle lse, nb::handle q_descale,        \
       nb::handle k_descale, nb::handle v_descale, bool causal, float softmax_scale,                      \
-      std::string const& kernel_name, bool bhsd, bool v_key_permuted
-#define FP8ATTN_CALL \
-  Call { q, k, v, out, lse, q_descale, k_descale, v_descale, causal, softmax_scale, kernel_name, bhsd, v_key_permuted }
+      std::string const& kernel_name, bool bhsd, bool v_key_permuted, int window_left, int window_right, float softcap
+#define FP8ATTN_CALL                                                                                      \
+  Call {                                                                                                  \
+    q, k, v, out, lse, q_descale, k_descale, v_descale, causal, softmax_scale, kernel_name, bhsd, v_key_permuted, \
+        window_left, window_right, softcap                                                                \
+  }
 #define FP8ATTN_CALL_NB_ARGS                                                                               \
   "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a.none(), "q_descale"_a.none(), "k_descale"_a.none(),               \
-      "v_descale"_a.none(), "causal"_a, "softmax_scale"_a, "kernel_name"_a, "bhsd"_a, "v_key_permuted"_a
+      "v_descale"_a.none(), "causal"_a, "softmax_scale"_a, "kernel_name"_a, "bhsd"_a, "v_key_permuted"_a,         \
+      "window_left"_a, "window_right"_a, "softcap"_a
 
 }  // namespace
 

@@ -73,6 +73,20 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              "transpose writes (vkperm)";
     });
   }
+  bool const window = args.window_left >= 0 || args.window_right >= 0;
+  if (window && (instance.family == library::KernelFamily::kGluon || k.even_n)) {
+    return fail([&] {
+      return "a sliding window (window_left=" + std::to_string(args.window_left) + ", window_right=" +
+             std::to_string(args.window_right) + ") but the instance has no masked window path (" +
+             (k.even_n ? "evenn" : "gluon") + ")";
+    });
+  }
+  if ((args.softcap > 0.0f) != k.softcap) {
+    return fail([&] {
+      return args.softcap > 0.0f ? "softcap=" + std::to_string(args.softcap) + " but the instance does not soft-cap"
+                                 : std::string("the instance soft-caps (softcap) but softcap=0");
+    });
+  }
   if ((args.q_descale.stride_block != 0 || args.k_descale.stride_block != 0) && !k.block_descale) {
     return fail([&] {
       return "per-block descales (q_descale.stride_block=" + std::to_string(args.q_descale.stride_block) +
@@ -178,6 +192,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
                     (args.q_descale.stride_block || args.k_descale.stride_block
                          ? " with per-block q/k descales (only the bdesc instances apply them: INT8 Q.K^T)"
                          : "") +
+                    (args.softcap > 0.0f ? " with softcap (only the softcap instances apply it)" : "") +
                     " (FP8ATTN_KERNELS filtered it out of this build?)");
 }
 

@@ -21,6 +21,7 @@ struct FmhaKernelConfig {
   bool v_transposed;      ///< reads V sequence-contiguous (FP8 but not "vnat"); else V head_dim-contiguous
   bool v_key_permuted;    ///< "vkperm": reads the key-permuted V^T of the kperm transpose, never a caller's V
   bool block_descale;     ///< "bdesc": per-block q and k descales (DescaleRef::stride_block) applied in the tile
+  bool softcap;           ///< "softcap": logit soft-capping (Arguments::softcap)
 
   bool fp8() const { return is_fp8(qk_type); }
   bool v_fp8() const { return is_fp8(v_type); }  ///< FP8 V (also under INT8 Q.K^T): read as V^T

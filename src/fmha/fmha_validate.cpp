@@ -253,6 +253,13 @@ Status validate(Arguments const& args) {
   if (Status s = check_descale("q_descale", args.q_descale, fp8, b, hkv, hq, q_blocks); !s) return s;
   if (Status s = check_descale("k_descale", args.k_descale, fp8, b, hkv, 0, k_blocks); !s) return s;
   if (Status s = check_descale("v_descale", args.v_descale, fp8, b, hkv, 0, 0); !s) return s;
+  if (args.window_left < -1 || args.window_right < -1) {
+    return invalid("window (window_left=" + num(args.window_left) + ", window_right=" + num(args.window_right) +
+                   ") must be >= -1 on each side (-1: unlimited)");
+  }
+  if (!std::isfinite(args.softcap) || args.softcap < 0.0f) {
+    return invalid("softcap=" + std::to_string(args.softcap) + " must be finite and >= 0 (0: off)");
+  }
   if (!std::isfinite(args.softmax_scale) || args.softmax_scale < 0.0f) {
     return invalid("softmax_scale=" + std::to_string(args.softmax_scale) +
                    " must be finite and > 0 (0 selects 1/sqrt(head_dim))");

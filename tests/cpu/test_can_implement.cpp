@@ -434,6 +434,40 @@ int main() {
     per_query_head.q_descale = {fake_float(0x500000), 8, 0, 1, 0};
     expect_ok(per_query_head, "q descale per query head", {&kFp8Base});
   }
+  // Sliding windows (runtime, Triton instances) and soft-capping ("softcap" instances).
+  {
+    auto a = valid_fp8(2, 8, 8192, 128, true);
+    a.window_left = 4096;
+    expect_ok(a, "causal with a 4k left window", {&kFp8Causal});
+    if (applicable("a window is not run by gluon", {&kFp8Causal})) {
+      std::string name;
+      CHECK(Fmha::select_kernel(a, &name).ok() && !contains(name, "_gluon"), "windowed pick: " + name);
+    }
+    a.window_left = -2;
+    expect_error(a, StatusCode::kErrorInvalidProblem, "window_left=-2", "window below -1", {&kFp8Causal});
+    auto g = valid_fp8();
+    g.window_right = 0;
+    if (applicable("gluon refuses windows", {&kFp8Gluon})) {
+      g.kernel_name = name_of(kFp8Gluon);
+      expect_error(g, StatusCode::kErrorNotSupported, "no masked window path", "window on gluon", {&kFp8Gluon});
+    }
+    Need const softcap = instance(DataType::kE4M3, 256, true, "softcap", [](FmhaDescription const& op) { return op.softcap; });
+    auto c = valid_fp8(2, 8, 4096, 256, true);
+    c.softcap = 50.0f;
+    expect_ok(c, "softcap at D=256", {&softcap});
+    if (applicable("softcap picks a softcap instance", {&softcap})) {
+      std::string name;
+      CHECK(Fmha::select_kernel(c, &name).ok() && contains(name, "_softcap"), "softcap pick: " + name);
+      auto plain = valid_fp8(2, 8, 4096, 256, true);
+      CHECK(Fmha::select_kernel(plain, &name).ok() && !contains(name, "_softcap"), "no softcap: " + name);
+    }
+    c.softcap = -1.0f;
+    expect_error(c, StatusCode::kErrorInvalidProblem, "softcap=-1", "negative softcap", {&softcap});
+    auto none = valid_fp8(2, 8, 4096, 64, true);  // no softcap instance at D=64
+    none.softcap = 30.0f;
+    Need const d64 = instance(DataType::kE4M3, 64, true);
+    expect_error(none, StatusCode::kErrorNotSupported, "with softcap", "softcap at D=64", {&d64});
+  }
   { auto a = valid_fp8(); a.v_descale.ptr = nullptr; expect_error(a, StatusCode::kErrorNullPointer, "v_descale.ptr is null", "fp8 descale"); }
   { auto a = valid_fp8(); a.q_descale.ptr = fake_float(0x500002); expect_error(a, StatusCode::kErrorMisalignedOperand, "q_descale.ptr=", "descale align"); }
   { auto a = valid_fp8(); a.lse = reinterpret_cast<float*>(0x600004); expect_error(a, StatusCode::kErrorMisalignedOperand, "lse=", "lse align"); }

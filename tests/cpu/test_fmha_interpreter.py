@@ -28,18 +28,58 @@ def quantize_int8_blocks(x):
     return np.clip(np.round(x / scale), -127, 127).astype(np.int8), descale
 
 
-def attention(q, k, v, causal, scale):
-    """float64, [B, S, H, D] inputs, K/V heads repeated for GQA; (O, LSE [B, H, S_q])."""
+def attention(q, k, v, causal, scale, window=(-1, -1), softcap=0.0):
+    """float64, [B, S, H, D] inputs, K/V heads repeated for GQA; (O, LSE [B, H, S_q]). Rows that see no key:
+    O = 0, LSE = -inf (the kernel's convention)."""
     g = q.shape[2] // k.shape[2]
     k, v = np.repeat(k, g, axis=2), np.repeat(v, g, axis=2)
     s = np.einsum("bshd,bthd->bhst", q, k) * scale
+    if softcap:
+        s = softcap * np.tanh(s / softcap)
+    sq, sk = s.shape[-2:]
+    i, j, c = np.arange(sq)[:, None], np.arange(sk)[None, :], sk - sq
+    keep = np.ones((sq, sk), bool)
     if causal:
-        sq, sk = s.shape[-2:]
-        s = np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq), s, -np.inf)
+        keep &= j <= i + c
+    if window[1] >= 0:
+        keep &= j <= i + c + window[1]
+    if window[0] >= 0:
+        keep &= j >= i + c - window[0]
+    s = np.where(keep, s, -np.inf)
     m = s.max(-1, keepdims=True)
-    p = np.exp(s - m)
-    lse = (np.log(p.sum(-1, keepdims=True)) + m)[..., 0]
-    return np.einsum("bhst,bthd->bshd", p / p.sum(-1, keepdims=True), v), lse
+    p = np.exp(s - np.where(np.isfinite(m), m, 0))
+    total = p.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lse = np.where(total[..., 0] > 0, np.log(total[..., 0]) + np.where(np.isfinite(m), m, 0)[..., 0], -np.inf)
+        o = np.einsum("bhst,bthd->bshd", np.where(total > 0, p / total, 0.0), v)
+    return o, lse
+
+
+def launch_attention(q_t, k_t, vt_t, descales, strides, b, sq, sk, hq, hkv, d, causal, block_descale,
+                     window=(-1, -1), softcap=0.0):
+    """One fmha_fwd_kernel launch (BLOCK 128x128, V^T); returns (O float64 [b, sq, hq, d], LSE)."""
+    o = np.zeros((b, sq, hq, d), np.uint16)
+    lse = np.full((b, hq, sq), np.nan, np.float32)
+    pad = vt_t.array.shape[-1]
+    launch(fmha_fwd_kernel, triton.cdiv(sq, 128) * b * hq, Q=q_t, K=k_t, V=vt_t, O=HostTensor(o, "bfloat16"),
+           LSE=HostTensor(lse, "float32"), **descales, **strides,
+           stride_qb=sq * hq * d, stride_qh=d, stride_qs=hq * d, stride_kb=sk * hkv * d, stride_kh=d,
+           stride_ks=hkv * d, stride_vb=hkv * d * pad, stride_vh=d * pad, stride_vs=pad,
+           stride_ob=sq * hq * d, stride_oh=d, stride_os=hq * d, softmax_scale=1 / math.sqrt(d),
+           seqlen_q=sq, seqlen_k=sk, heads_q=hq, group_size=hq // hkv, write_lse=1,
+           window_left=window[0], window_right=window[1], softcap=float(softcap), HEAD_DIM=d, BLOCK_M=128,
+           BLOCK_N=128, CAUSAL=causal, V_TRANSPOSED=True, WARP_SPECIALIZE=False, EVEN_N=False,
+           BLOCK_DESCALE=block_descale, SOFTCAP=softcap > 0)
+    return from_bf16_bits(o).astype(np.float64), lse
+
+
+def vt_of(v_bytes):
+    """e4m3 V [b, s, h, d] bytes -> V^T [b, h, d, s_pad] (zero padding) as the transpose writes it."""
+    b, sk, hkv, d = v_bytes.shape
+    pad = (sk + 31) // 32 * 32
+    vt = np.zeros((b, hkv, d, pad), np.uint8)
+    vt[..., :sk] = v_bytes.transpose(0, 2, 3, 1)
+    return HostTensor(vt, "float8_e4m3fn")
 
 
 class Int8QK(unittest.TestCase):
@@ -53,36 +93,22 @@ class Int8QK(unittest.TestCase):
         k8, kd = quantize_int8_blocks(k)
         vd = np.array([np.abs(v).max() / 448.0], np.float32)
         v_bytes = encode_e4m3(v / vd[0])
-        pad = (sk + 31) // 32 * 32
-        vt = np.zeros((b, hkv, d, pad), np.uint8)
-        vt[..., :sk] = v_bytes.transpose(0, 2, 3, 1)
-        o = np.zeros((b, sq, hq, d), np.uint16)
-        lse = np.full((b, hq, sq), np.nan, np.float32)
-        block_m = 128
-        tensors = dict(Q=HostTensor(q8, "int8"), K=HostTensor(k8, "int8"), V=HostTensor(vt, "float8_e4m3fn"),
-                       O=HostTensor(o, "bfloat16"), LSE=HostTensor(lse, "float32"),
-                       q_descale=HostTensor(qd, "float32"), k_descale=HostTensor(kd, "float32"),
-                       v_descale=HostTensor(vd, "float32"))
         nbq, nbk = qd.shape[2], kd.shape[2]
+        descales = dict(q_descale=HostTensor(qd, "float32"), k_descale=HostTensor(kd, "float32"),
+                        v_descale=HostTensor(vd, "float32"))
         strides = dict(
             # q: [b, hq, blocks] indexed by query head; k: [b, hkv, blocks]; v: per tensor
             q_descale_stride_b=hq * nbq, q_descale_stride_h=0, q_descale_stride_hq=nbq, q_descale_stride_blk=1,
             k_descale_stride_b=hkv * nbk, k_descale_stride_h=nbk, k_descale_stride_blk=1,
-            v_descale_stride_b=0, v_descale_stride_h=0,
-            stride_qb=sq * hq * d, stride_qh=d, stride_qs=hq * d, stride_kb=sk * hkv * d, stride_kh=d,
-            stride_ks=hkv * d, stride_vb=hkv * d * pad, stride_vh=d * pad, stride_vs=pad,
-            stride_ob=sq * hq * d, stride_oh=d, stride_os=hq * d)
+            v_descale_stride_b=0, v_descale_stride_h=0)
         scale = 1 / math.sqrt(d)
-        launch(fmha_fwd_kernel, triton.cdiv(sq, block_m) * b * hq, **tensors, **strides, softmax_scale=scale,
-               seqlen_q=sq, seqlen_k=sk, heads_q=hq, group_size=hq // hkv, write_lse=1, HEAD_DIM=d, BLOCK_M=block_m,
-               BLOCK_N=128, CAUSAL=causal, V_TRANSPOSED=True, WARP_SPECIALIZE=False, EVEN_N=False,
-               BLOCK_DESCALE=True)
+        got, lse = launch_attention(HostTensor(q8, "int8"), HostTensor(k8, "int8"), vt_of(v_bytes), descales, strides,
+                                    b, sq, sk, hq, hkv, d, causal, True)
         # The reference sees exactly the kernel's operands: dequantized int8 Q, K and e4m3 V.
         qf = q8 * np.repeat(qd.transpose(0, 2, 1), BLOCK, axis=1)[:, :sq, :, None]
         kf = k8 * np.repeat(kd.transpose(0, 2, 1), BLOCK, axis=1)[:, :sk, :, None]
         vf = decode_e4m3(v_bytes) * vd[0]
         ref_o, ref_lse = attention(qf, kf, vf, causal, scale)
-        got = from_bf16_bits(o).astype(np.float64)
         err = np.linalg.norm(got - ref_o) / np.linalg.norm(ref_o)
         # P rounded to e4m3 per tile and a bf16 output: about 1-2% (FP8's own error; tests/gpu measure it).
         self.assertLess(err, 0.04, f"relative error {err:.4f}")
@@ -97,6 +123,57 @@ class Int8QK(unittest.TestCase):
 
     def test_head_dim_128(self):
         self.run_case(b=1, sq=130, sk=130, hq=2, hkv=2, d=128, causal=True, seed=2)
+
+
+class WindowAndSoftcap(unittest.TestCase):
+    """e4m3 Q, K, V with per-tensor descales through the same kernel, with sliding windows (runtime bounds: tiles
+    outside skipped, edges masked) and logit soft-capping (SOFTCAP)."""
+
+    def run_case(self, sq, sk, causal, window=(-1, -1), softcap=0.0, seed=0, hq=2, hkv=1, d=64):
+        rng = np.random.default_rng(seed)
+        q = rng.standard_normal((1, sq, hq, d)) * 2
+        k = rng.standard_normal((1, sk, hkv, d)) * 2
+        v = rng.standard_normal((1, sk, hkv, d))
+        qd, kd, vd = (np.array([np.abs(x).max() / 448.0], np.float32) for x in (q, k, v))
+        q8, k8, v8 = encode_e4m3(q / qd[0]), encode_e4m3(k / kd[0]), encode_e4m3(v / vd[0])
+        descales = dict(q_descale=HostTensor(qd, "float32"), k_descale=HostTensor(kd, "float32"),
+                        v_descale=HostTensor(vd, "float32"))
+        zero = dict(q_descale_stride_b=0, q_descale_stride_h=0, q_descale_stride_hq=0, q_descale_stride_blk=0,
+                    k_descale_stride_b=0, k_descale_stride_h=0, k_descale_stride_blk=0, v_descale_stride_b=0,
+                    v_descale_stride_h=0)
+        got, lse = launch_attention(HostTensor(q8, "float8_e4m3fn"), HostTensor(k8, "float8_e4m3fn"), vt_of(v8),
+                                    descales, zero, 1, sq, sk, hq, hkv, d, causal, False, window, softcap)
+        ref_o, ref_lse = attention(decode_e4m3(q8) * qd[0], decode_e4m3(k8) * kd[0], decode_e4m3(v8) * vd[0], causal,
+                                   1 / math.sqrt(d), window, softcap)
+        err = np.linalg.norm(got - ref_o) / np.linalg.norm(ref_o)
+        self.assertLess(err, 0.04, f"relative error {err:.4f}")
+        finite = np.isfinite(ref_lse)
+        self.assertTrue(np.array_equal(np.isfinite(lse), finite), "rows that see no key: LSE -inf")
+        self.assertLess(np.abs(lse[finite] - ref_lse[finite]).max(), 2e-3, "LSE")
+        return err
+
+    def test_windows(self):
+        # Narrow and wide, left only, both sides, with and without causal, S_q != S_k, edges inside and across tiles.
+        for causal, window, sq, sk in ((True, (37, -1), 300, 300), (False, (100, 20), 260, 390),
+                                       (True, (200, -1), 130, 700), (False, (-1, 0), 200, 200),
+                                       (False, (0, 0), 150, 150), (True, (500, -1), 40, 800)):
+            with self.subTest(causal=causal, window=window, sq=sq, sk=sk):
+                self.run_case(sq, sk, causal, window)
+
+    def test_window_skips_what_it_must(self):
+        """A narrow window equals plain attention over the keys it keeps: compared through the reference above;
+        and the checker fails when the window is not applied (the unwindowed reference differs)."""
+        rng = np.random.default_rng(9)
+        q = rng.standard_normal((1, 300, 1, 64))
+        k = rng.standard_normal((1, 300, 1, 64))
+        v = rng.standard_normal((1, 300, 1, 64))
+        a, _ = attention(q, k, v, True, 0.125, (37, -1))
+        b, _ = attention(q, k, v, True, 0.125)
+        self.assertGreater(np.linalg.norm(a - b) / np.linalg.norm(b), 0.1)
+
+    def test_softcap(self):
+        self.run_case(260, 260, True, softcap=5.0, seed=3)
+        self.run_case(200, 333, False, (64, 64), softcap=2.0, seed=4)
 
 
 if __name__ == "__main__":

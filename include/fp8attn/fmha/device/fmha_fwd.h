@@ -103,6 +103,14 @@ class FmhaFwd {
     /// >= seqlen_k must hold finite values (TransposeV writes zeros there; they meet P = 0, and 0 * NaN is NaN);
     /// note that they are not the row's last positions: position 16h + 4t + 2j + e holds key 16h + 8j + 2t + e.
     bool v_key_permuted = false;
+    /// Sliding window (local attention, FlashAttention's convention): with c = seqlen_k - seqlen_q, query row i
+    /// sees keys i + c - window_left <= j <= i + c + window_right; -1 leaves that side unlimited (causal caps
+    /// the right side at 0). Tiles entirely outside a block's window are skipped. Triton instances only.
+    int window_left = -1;
+    int window_right = -1;
+    /// Logit soft-capping (Gemma 2): scores s = softmax_scale * q.k become softcap * tanh(s / softcap); 0: off.
+    /// Needs a "softcap" instance.
+    float softcap = 0.0f;
   };
 
   /// Checks every argument against the compiled instances; the message names the argument and value.
