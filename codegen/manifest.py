@@ -47,9 +47,9 @@ def _int8_qk(d, causal):
     return FmhaConfig("i8", "e4m3", "f32", "bf16", 128, 128, d, 8, 3, causal, block_descale=True)
 
 
-def _gluon(causal, stages, vkperm=True, head_dim=128):
-    return FmhaConfig("e4m3", "e4m3", "f32", "bf16", 128, 128, head_dim, 4, stages, causal, family="gluon",
-                      v_key_permuted=vkperm)
+def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False):
+    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, 128, head_dim, 4, stages, causal,
+                      family="gluon", v_key_permuted=vkperm, block_descale=int8)
 
 
 def _default_instances():
@@ -90,6 +90,9 @@ def _default_instances():
     # INT8 Q.K^T (issue 7's best accuracy mode: +0.17% perplexity on SmolLM2 by emulation), D=64 (that model)
     # and 128; not yet measured on the GPU.
     rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
+    # INT8 Q.K^T on the Gluon kernel (IGMMA for S, per-block descales: one q scalar per warpgroup, k per column),
+    # after the Triton ones until measured (the heuristic takes the first that fits); reads the kperm V^T.
+    rows += [_gluon(causal, 2, int8=True) for causal in (False, True)]
     # The V transposes: the pointer kernel (what the FP8 instances use; the TMA variant, 2x slower, is in the
     # extra set now that the gluon instances keep the launcher's CUtensorMap path exercised), then the
     # key-permuted V^T the vkperm gluon instances read (D=128, the gluon kernel's head dim).

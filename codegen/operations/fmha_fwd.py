@@ -168,7 +168,7 @@ def kernel_of(c: FmhaConfig):
 def _gluon_tensordesc(dtype, block, swizzle=128):
     """Gluon's signature string of a host descriptor: element type, block and the shared layout its TMA
     writes (NVMMASharedLayout of the descriptor's own rank; the kernel reshapes the block to 2-D for wgmma)."""
-    bits = 8 if dtype.startswith("fp8") else {"bf16": 16, "fp16": 16, "fp32": 32}[dtype]
+    bits = 8 if dtype.startswith("fp8") or dtype == "i8" else {"bf16": 16, "fp16": 16, "fp32": 32}[dtype]
     return (f"tensordesc<{dtype}[{', '.join(str(b) for b in block)}],NVMMASharedLayout(swizzle_byte_width={swizzle}, "
             f"element_bitwidth={bits}, rank={len(block)}, transposed=False, fp4_padded=False, cga_layout=[])>")
 
@@ -181,14 +181,16 @@ def _gluon_compile_spec(c: FmhaConfig):
     _, _, params, _ = kernel_of(c)
     # head_dim 256 would need more than the 240 registers a consumer thread gets for the two-level accumulator
     # (spills even with P V computed in halves, 2026-12-01; docs/perf/NOTES.md).
-    supported = (c.qk_type == "e4m3" and c.v_type == "e4m3" and c.out_type == "bf16" and c.acc_type == "f32"
+    int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
+    supported = ((c.qk_type == "e4m3" and not c.block_descale) or int8) and (
+                 c.v_type == "e4m3" and c.out_type == "bf16" and c.acc_type == "f32"
                  and c.block_m == 2 * GLUON_WG_M and c.block_n == 128 and c.head_dim in (64, 128) and c.warps == 4
                  and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural
-                 and not c.block_descale and not c.softcap)
+                 and not c.softcap)
     if not supported:
-        raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 -> bf16, 128x128x64 or x128, w4 (two consumer "
-                         "warpgroups of 64 rows + a producer warp), 2 or 3 stages, V^T (optionally vkperm), no "
-                         "ws/evenn/vnat")
+        raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc) -> bf16, 128x128x64 or "
+                         "x128, w4 (two consumer warpgroups of 64 rows + a producer warp), 2 or 3 stages, V^T "
+                         "(optionally vkperm), no ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
     row_swizzle = min(128, c.head_dim)  # e4m3: one byte per element
@@ -203,7 +205,8 @@ def _gluon_compile_spec(c: FmhaConfig):
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
     }
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False}
+                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,
+                  "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -85,6 +85,7 @@ LN2 = gl.constexpr(numerics.LN2)
 P_EXPONENT_BIAS = gl.constexpr(numerics.P_EXPONENT_BIAS)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = gl.constexpr(numerics.REF_FLOOR)
+DESCALE_BLOCK = gl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
 
 # Rows per consumer warpgroup (one wgmma M extent over 4 warps).
 WG_M = gl.constexpr(64)
@@ -184,9 +185,19 @@ def _tile_row_sum(ls, row_layout: gl.constexpr):
 
 
 @gluon.jit
-def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_offset, seqlen_k,
-                  CAUSAL: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-                  SUM_ON_TC: gl.constexpr):
+def _s_zeros(M: gl.constexpr, N: gl.constexpr, layout: gl.constexpr, QK_INT8: gl.constexpr):
+    """The S accumulator: int32 for INT8 Q.K^T (integer wgmma), float32 otherwise."""
+    if QK_INT8:
+        return gl.zeros([M, N], gl.int32, layout)
+    else:
+        return gl.zeros([M, N], gl.float32, layout)
+
+
+@gluon.jit
+def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_offset, seqlen_k, kd_base,
+                  k_descale_stride_blk, CAUSAL: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+                  KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
+                  BLOCK_DESCALE: gl.constexpr):
     """Online softmax of one KV tile's scores (see fmha_fwd_triton._attn_tile): returns P in e4m3, in the
     A-operand layout of the P.V wgmma, the new row sum, maximum and frame, and the factor that moves the
     accumulator from the old frame to the new one."""
@@ -195,6 +206,14 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_o
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, HEAD_DIM, 32])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
+    if QK_INT8:
+        qk = qk.to(gl.float32)  # int32 sums of int8 products: |q.k| <= 127^2 * 256 < 2^24, exact in float32
+    if BLOCK_DESCALE:
+        # Each key column's block descale (64-key blocks: two per 128-key tile; L1-resident after the first row).
+        kcols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        kd = gl.load(kd_base + (kcols // DESCALE_BLOCK).to(gl.int64) * k_descale_stride_blk, mask=kcols < seqlen_k,
+                     other=1.0)
+        qk = qk * kd[None, :]
     if masked:  # uniform branch: only the tiles at the sequence end or on the causal diagonal pay for it
         cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         if CAUSAL:
@@ -240,10 +259,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
               v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
-              softmax_scale, batch, seqlen_q, seqlen_k,
+              q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-              SUM_ON_TC: gl.constexpr):
+              SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
@@ -272,15 +291,20 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                                                        seqlen_q, seqlen_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
-        # Per-block descales (the block strides) are for the Triton BLOCK_DESCALE instances: the runtime gives
-        # this kernel per-tensor, per-(batch, kv head) or per-(batch, query head) descales only.
-        qd = gl.load(q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
-                     h.to(gl.int64) * q_descale_stride_hq)
-        kd = gl.load(k_descale + b64 * k_descale_stride_b + h_kv64 * k_descale_stride_h)
+        qd_base = (q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
+                   h.to(gl.int64) * q_descale_stride_hq)
+        kd_base = k_descale + b64 * k_descale_stride_b + h_kv64 * k_descale_stride_h
         vd = gl.load(v_descale + b64 * v_descale_stride_b + h_kv64 * v_descale_stride_h)
-        qk_scale = softmax_scale * qd * kd * LOG2E
-
         row0 = start_m + WG * WG_M
+        if BLOCK_DESCALE:
+            # A warpgroup's 64 rows are one 64-row q block (start_m is a multiple of 128): one scalar per tile;
+            # the k descales go per key column (_softmax_tile).
+            gl.static_assert(WG_M == DESCALE_BLOCK, "a q descale block is one warpgroup's rows")
+            qd = gl.load(qd_base + (row0 // DESCALE_BLOCK).to(gl.int64) * q_descale_stride_blk)
+            qk_scale = softmax_scale * qd * LOG2E
+        else:
+            qk_scale = softmax_scale * gl.load(qd_base) * gl.load(kd_base) * LOG2E
+
         offs_m = row0 + gl.arange(0, WG_M, layout=row_layout)
         m_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)
         f_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)  # frame of acc and l: 2^f_i scales them
@@ -292,17 +316,17 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
         if n_tiles > 0:
             s0 = it % NUM_STAGES
             mbarrier.wait(k_ready.index(s0), (it // NUM_STAGES) & 1)
-            qk = warpgroup_mma(q_tile, _k_tile(k_bufs, s0, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, BLOCK_N],
-                               gl.float32, s_layout), use_acc=False, is_async=True)
+            qk = warpgroup_mma(q_tile, _k_tile(k_bufs, s0, BLOCK_N, HEAD_DIM),
+                               _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
             for j in range(0, n_tiles - 1):
                 s = (it + j) % NUM_STAGES
                 nxt = (it + j + 1) % NUM_STAGES
                 qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
                 mbarrier.arrive(k_empty.index(s), count=1)
                 p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, j * BLOCK_N, j * BLOCK_N >= n_full,
-                                                           offs_m, qk_scale, causal_offset, seqlen_k, CAUSAL,
-                                                           HEAD_DIM, BLOCK_N, KEY_PERMUTED,
-                                                           SUM_ON_TC)
+                                                           offs_m, qk_scale, causal_offset, seqlen_k, kd_base,
+                                                           k_descale_stride_blk, CAUSAL, HEAD_DIM, BLOCK_N,
+                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
                 pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, HEAD_DIM],
                                    gl.float32, o_layout), use_acc=False, is_async=True)
@@ -310,8 +334,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                     ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
                                        use_acc=False, is_async=True)
                 mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, BLOCK_N],
-                                   gl.float32, s_layout), use_acc=False, is_async=True)
+                qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
+                                   _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
                 if SUM_ON_TC:
                     pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
                     l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
@@ -326,8 +350,9 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
             mbarrier.arrive(q_empty, count=1)
             p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, (n_tiles - 1) * BLOCK_N,
                                                        (n_tiles - 1) * BLOCK_N >= n_full, offs_m, qk_scale,
-                                                       causal_offset, seqlen_k, CAUSAL, HEAD_DIM, BLOCK_N,
-                                                       KEY_PERMUTED, SUM_ON_TC)
+                                                       causal_offset, seqlen_k, kd_base, k_descale_stride_blk, CAUSAL,
+                                                       HEAD_DIM, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
+                                                       BLOCK_DESCALE)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
             pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM),
                                gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
@@ -369,17 +394,17 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, 
                v_empty,
                q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
                k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
-               softmax_scale, batch, seqlen_q,
+               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                seqlen_k, heads_q, group_size, write_lse, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-              SUM_ON_TC: gl.constexpr):
+               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr):
     _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
-              softmax_scale, batch, seqlen_q, seqlen_k,
+              q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED,
-              SUM_ON_TC)
+              SUM_ON_TC, QK_INT8, BLOCK_DESCALE)
 
 
 @gluon.jit
@@ -396,6 +421,7 @@ def fmha_fwd_gluon_kernel(
     batch,
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
+    QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -438,14 +464,18 @@ def fmha_fwd_gluon_kernel(
                      v_ready,
                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
-                     q_descale_stride_hq, softmax_scale, batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
-                     0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC)),
+                     q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
+                     seqlen_k, heads_q, group_size, write_lse,
+                     0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
+                     BLOCK_DESCALE)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                       v_ready,
                       v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                       k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
-                      q_descale_stride_hq, softmax_scale, batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
-                      HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC)),
+                      q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
+                      seqlen_k, heads_q, group_size, write_lse,
+                      HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
+                      BLOCK_DESCALE)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
                      NUM_STAGES)),

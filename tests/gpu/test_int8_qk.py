@@ -199,3 +199,26 @@ def test_modes_with_zero_heads_and_non_finite_inputs(mode, seed):
     finite_rows[100:102] = False
     assert torch.isfinite(o_bad[0, finite_rows]).all(), f"{mode}: a non-finite query leaked into other rows"
     assert rel(o_bad[0, finite_rows], ref[0, finite_rows]) < 0.08, mode
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_int8_instance_forced(causal, seed):
+    """Each compiled INT8 Q.K^T instance (Triton and Gluon), forced by name, against float64 over its operands;
+    the Gluon ones read the key-permuted V^T."""
+    names = [k["name"] for k in fp8attn.list_kernels() if k["qk_type"] == "i8" and k["causal"] == causal]
+    if not names:
+        pytest.skip("no INT8 Q.K^T instance in this build")
+    for name in names:
+        d = next(k["head_dim"] for k in fp8attn.list_kernels() if k["name"] == name)
+        q, k, v = bf16_inputs(2, 1000, 1000, 8, 2, d, seed)
+        q8, qd = fp8attn.quantize(q, dtype="int8", granularity="block")
+        k8, kd = fp8attn.quantize(k, dtype="int8", granularity="block", smooth=True)
+        kperm = "_vkperm" in name
+        v8, vd = fp8attn.quantize(v, layout="vt_kperm" if kperm else "bshd")
+        o = fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, causal=causal, kernel_name=name,
+                             v_key_permuted=kperm)
+        torch.cuda.synchronize()
+        vq = fp8attn.quantize(v)[0]  # the same values in the plain layout, for the reference
+        ref = attention64(dequantize_blocks(q8, qd), dequantize_blocks(k8, kd), vq.double() * vd.double(), causal)
+        err = rel(o, ref)
+        assert err < 0.04, f"{name}: relative error {err:.4f}"
