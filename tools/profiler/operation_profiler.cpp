@@ -5,8 +5,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "fmha_fwd_profiler.h"
+#include "paged_profiler.h"
 #include "quantize_profiler.h"
 #include "transpose_v_profiler.h"
 
@@ -23,7 +25,23 @@ std::vector<std::unique_ptr<OperationProfiler>> make_profilers(Options const& op
   if (options.operation == "quantize" || options.operation == "all") {
     out.push_back(std::make_unique<QuantizeProfiler>(options));
   }
+  if (options.operation == "paged" || options.operation == "all") {
+    out.push_back(std::make_unique<PagedProfiler>(options));
+  }
   return out;
+}
+
+Status cuda_error(int err, std::string const& what) {
+  auto const e = static_cast<cudaError_t>(err);
+  return Status(StatusCode::kErrorCudaDriver,
+                what + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+float bf16_to_float(uint16_t bits) {
+  uint32_t const u = uint32_t{bits} << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
 }
 
 std::vector<std::string> OperationProfiler::operation_names() const {

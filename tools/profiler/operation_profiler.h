@@ -2,6 +2,7 @@
 // Per-operation profilers, as cutlass_profiler's OperationProfiler: one class per operation kind, which takes its
 // problems from the options, finds its candidates among the compiled operations, verifies and times each one.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,8 +62,14 @@ class OperationProfiler {
   Options const& options_;
 };
 
-/// The profilers --operation selects: fmha_fwd, transpose_v, quantize, or all of them, in that order.
+/// The profilers --operation selects: fmha_fwd, transpose_v, quantize, paged, or all of them, in that order.
 std::vector<std::unique_ptr<OperationProfiler>> make_profilers(Options const& options);
+
+/// A kErrorCudaDriver status "<what> failed: <name> (<text>)" for a CUDA runtime error.
+Status cuda_error(int err, std::string const& what);
+
+/// The float value of bfloat16 bits.
+float bf16_to_float(uint16_t bits);
 
 /// Waits for `stream`; on a CUDA error the message names `what`.
 Status sync_stream(StreamHandle stream, char const* what);

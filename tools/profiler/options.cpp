@@ -213,10 +213,10 @@ Options parse_options(int argc, char const* const* argv) {
     if (key == "operation") {
       if (value == "fmha_fwd" || value == "fmha") {
         o.operation = "fmha_fwd";
-      } else if (value == "transpose_v" || value == "quantize" || value == "all") {
+      } else if (value == "transpose_v" || value == "quantize" || value == "paged" || value == "all") {
         o.operation = value;
       } else {
-        bad_value(name, value, "unknown operation (supported: fmha_fwd (alias fmha), transpose_v, quantize, all)");
+        bad_value(name, value, "unknown operation (supported: fmha_fwd (alias fmha), transpose_v, quantize, paged, all)");
       }
       o.operation_given = true;
     } else if (key == "kernels") {
@@ -307,7 +307,7 @@ Options parse_options(int argc, char const* const* argv) {
   if (o.suite.empty()) check_problem_count(o.axes);
   if (o.inject_fault != Fault::kNone) {
     std::string const flag = std::string("--inject-fault=") + to_string(o.inject_fault);
-    if (o.operation == "transpose_v" || o.operation == "quantize") {
+    if (o.operation == "transpose_v" || o.operation == "quantize" || o.operation == "paged") {
       throw UsageError(flag + " applies to fmha_fwd only (--operation=" + o.operation + ")");
     }
     if (!o.verify_device && !o.verify_host) {
@@ -350,7 +350,10 @@ Operations:
                               quant::device::Quantize: each accuracy mode's recipe, against a float64 host
                               reference; GB/s counts bf16 read + bytes written), or all. transpose_v and quantize
                               take the K/V operand of each attention problem: [batch, seqlen_k, heads_kv,
-                              head_dim]; transpose_v one-byte types only, quantize a bf16 copy.
+                              head_dim]; transpose_v one-byte types only, quantize a bf16 copy. paged: decode
+                              over a paged FP8 cache (paged::device::PagedDecode) of seqlen_k tokens per
+                              sequence, q_len = seqlen_q when 1..8 (else 1), pages of 16 and 64; float64
+                              reference on two heads per sequence; GB/s counts K and V bytes read.
 
 Problem flags (comma lists and start:end:step ranges, end inclusive; the cartesian product is profiled, at most
 1000000 problems):

@@ -49,18 +49,6 @@ constexpr Recipe kRecipes[] = {
      OutputLayout::kVtKeyPermuted},
 };
 
-Status cuda_error(cudaError_t err, std::string const& what) {
-  return Status(StatusCode::kErrorCudaDriver,
-                what + " failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
-}
-
-float bf16_to_float(uint16_t bits) {
-  uint32_t const u = uint32_t{bits} << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
 /// kernels/common/numerics.py hadamard_sign, with its constants.
 int hadamard_sign(uint32_t seed, uint32_t i) {
   uint32_t h = seed * num::HASH_SEED_MUL + i * num::HASH_INDEX_MUL;

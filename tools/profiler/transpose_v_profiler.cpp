@@ -20,11 +20,6 @@ namespace {
 using fmha::TransposeVArguments;
 using fmha::device::TransposeV;
 
-Status cuda_error(cudaError_t err, std::string const& what) {
-  return Status(StatusCode::kErrorCudaDriver,
-                what + " failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
-}
-
 // The host copy of V^T: vt[((b * H + h) * D + d) * S_pad + s] = v[b, s, h, d]; the padding s >= S is zero.
 // `v` holds the bytes of V as the device does, at a.v's strides (a.v.ptr is not read).
 std::vector<uint8_t> transpose_on_host(std::vector<uint8_t> const& v, TransposeVArguments const& a) {
