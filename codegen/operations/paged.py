@@ -62,7 +62,7 @@ _DESCALE_STRIDES = [Param("descale_stride_page", "i64"), Param("descale_stride_h
 APPEND_PARAMS = [
     Param("K", "ptr", True), Param("V", "ptr", True), Param("KPages", "ptr", True), Param("VPages", "ptr", True),
     Param("KDescale", "ptr"), Param("VDescale", "ptr"), Param("BlockTable", "ptr"), Param("Positions", "ptr"),
-    Param("new_tokens", "i32"), Param("heads_kv", "i32"), Param("max_pages", "i32"),
+    Param("new_tokens", "i32"), Param("heads_kv", "i32"), Param("num_pages", "i32"), Param("max_pages", "i32"),
     Param("stride_kb", "i64", True), Param("stride_ks", "i64", True), Param("stride_kh", "i64", True),
     Param("stride_vb", "i64", True), Param("stride_vs", "i64", True), Param("stride_vh", "i64", True),
 ] + _DESCALE_STRIDES

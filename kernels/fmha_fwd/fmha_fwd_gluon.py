@@ -300,7 +300,9 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
             # A warpgroup's 64 rows are one 64-row q block (start_m is a multiple of 128): one scalar per tile;
             # the k descales go per key column (_softmax_tile).
             gl.static_assert(WG_M == DESCALE_BLOCK, "a q descale block is one warpgroup's rows")
-            qd = gl.load(qd_base + (row0 // DESCALE_BLOCK).to(gl.int64) * q_descale_stride_blk)
+            # The second warpgroup's rows may all lie past seqlen_q (no descale block there): 1.0, unused.
+            qd = gl.load(qd_base + (row0 // DESCALE_BLOCK).to(gl.int64) * q_descale_stride_blk, mask=row0 < seqlen_q,
+                         other=1.0)
             qk_scale = softmax_scale * qd * LOG2E
         else:
             qk_scale = softmax_scale * gl.load(qd_base) * gl.load(kd_base) * LOG2E

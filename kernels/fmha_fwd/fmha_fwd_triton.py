@@ -52,8 +52,6 @@ NEG_BIG = tl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = tl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = tl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
 _LOG2E_C = tl.constexpr(numerics.LOG2E)
-# Window offsets standing for "unlimited": far beyond any int32 sequence, and their sums stay within int32.
-NO_LIMIT = tl.constexpr(1 << 30)
 
 
 @triton.jit
@@ -215,17 +213,16 @@ def fmha_fwd_kernel(
 
     # Row i sees keys i + lo_off <= j <= i + hi_off (and j < seqlen_k).
     causal_offset = seqlen_k - seqlen_q
-    hi_off = NO_LIMIT
+    hi_off = seqlen_k  # no key lies past j = i + seqlen_k: unlimited, exactly
     if CAUSAL:
         hi_off = causal_offset
+    # Window sums in 64 bits (a window near 2^31 must not wrap), then clamped back into int32's range.
     if window_right >= 0:
-        hi_off = tl.minimum(hi_off, causal_offset + window_right)
-    lo_off = -NO_LIMIT
+        hi_off = tl.minimum(hi_off.to(tl.int64), causal_offset.to(tl.int64) + window_right).to(tl.int32)
+    lo_off = -(start_m + BLOCK_M)  # no row of this block looks below j = 0 with it: unlimited, exactly
     if window_left >= 0:
-        lo_off = causal_offset - window_left
-    # Clamped to what this block can reach (same visible keys, and no int32 overflow in the sums below).
+        lo_off = tl.maximum(lo_off.to(tl.int64), causal_offset.to(tl.int64) - window_left).to(tl.int32)
     hi_off = tl.minimum(hi_off, seqlen_k)
-    lo_off = tl.maximum(lo_off, -(start_m + BLOCK_M))
     if EVEN_N:
         n_full = seqlen_k  # the instance is only chosen when seqlen_k % BLOCK_N == 0 (not causal, no window)
     else:

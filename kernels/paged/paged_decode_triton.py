@@ -33,21 +33,26 @@ _NEG_BIG = tl.constexpr(-1.0e30)
 @triton.jit
 def paged_append_kernel(
     K, V, KPages, VPages, KDescale, VDescale, BlockTable, Positions,
-    new_tokens, heads_kv, max_pages,
+    new_tokens, heads_kv, num_pages, max_pages,
     stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
     descale_stride_page, descale_stride_head,
     HEAD_DIM: tl.constexpr, PAGE: tl.constexpr,
 ):
     """Writes new_tokens bf16 K/V rows per sequence into their pages as e4m3: token t of sequence b goes to
     position Positions[b] + t, i.e. page BlockTable[b, pos // PAGE], slot pos % PAGE, quantized with that page's
-    (kv head's) descale: x / descale saturated to +-448. One program per (sequence, token, kv head)."""
+    (kv head's) descale: x / descale saturated to +-448. One program per (sequence, token, kv head). A position
+    outside the block table or a table entry outside [0, num_pages) writes nothing (the table is not read past
+    its row, the pages never outside the cache)."""
     pid = tl.program_id(0)
     h = pid % heads_kv
     bt = pid // heads_kv
     t = bt % new_tokens
     b = bt // new_tokens
     pos = tl.load(Positions + b) + t
-    page = tl.load(BlockTable + b.to(tl.int64) * max_pages + pos // PAGE).to(tl.int64)
+    in_table = (pos >= 0) & (pos < max_pages * PAGE)
+    page = tl.load(BlockTable + b.to(tl.int64) * max_pages + tl.where(in_table, pos // PAGE, 0)).to(tl.int64)
+    ok = in_table & (page >= 0) & (page < num_pages)
+    page = tl.where(ok, page, 0)
     slot = pos % PAGE
     offs_d = tl.arange(0, HEAD_DIM)
     dst = ((page * PAGE + slot) * heads_kv + h) * HEAD_DIM + offs_d
@@ -57,12 +62,12 @@ def paged_append_kernel(
             x = tl.load(K + b.to(tl.int64) * stride_kb + t * stride_ks + h * stride_kh + offs_d).to(tl.float32)
             z = x / tl.load(KDescale + dsc)
             z = tl.where(z == z, tl.minimum(tl.maximum(z, -_E4M3_MAX), _E4M3_MAX), z)
-            tl.store(KPages + dst, z.to(tl.float8e4nv))
+            tl.store(KPages + dst, z.to(tl.float8e4nv), mask=(offs_d < HEAD_DIM) & ok)
         else:
             x = tl.load(V + b.to(tl.int64) * stride_vb + t * stride_vs + h * stride_vh + offs_d).to(tl.float32)
             z = x / tl.load(VDescale + dsc)
             z = tl.where(z == z, tl.minimum(tl.maximum(z, -_E4M3_MAX), _E4M3_MAX), z)
-            tl.store(VPages + dst, z.to(tl.float8e4nv))
+            tl.store(VPages + dst, z.to(tl.float8e4nv), mask=(offs_d < HEAD_DIM) & ok)
 
 
 @triton.jit
@@ -102,6 +107,9 @@ def paged_decode_kernel(
     acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
     qk_scale = softmax_scale * _LOG2E
     n_pages = tl.cdiv(seqlen, PAGE)
+    # The splits cover num_splits * pages_per_split pages (planned from the host's max_seqlen): a longer sequence
+    # would lose its last pages silently; it gets NaN rows instead.
+    bad = bad | (n_pages > num_splits * pages_per_split)
     first = split * pages_per_split
     last = tl.minimum(first + pages_per_split, n_pages)
     offs_p = tl.arange(0, PAGE)

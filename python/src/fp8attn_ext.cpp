@@ -415,6 +415,33 @@ void quantize(nb::handle x_obj, nb::handle out_obj, nb::handle descale_obj, nb::
   }
   a.descale = descale.present ? reinterpret_cast<float*>(descale.data) : nullptr;
   a.static_descale = fixed.present ? reinterpret_cast<float const*>(fixed.data) : nullptr;
+  // The kernels read descales densely: as many contiguous floats as the granularity needs.
+  auto elements = [](TensorView const& t) {
+    int64_t n = 1;
+    for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
+    return n;
+  };
+  auto contiguous = [](TensorView const& t) {
+    int64_t expected = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      if (t.shape[i] > 1 && t.stride[i] != expected) return false;
+      expected *= t.shape[i];
+    }
+    return true;
+  };
+  if (fixed.present) {
+    int64_t const need = a.granularity == Granularity::kPerHead ? int64_t{a.batch} * (heads_kv ? heads_kv : a.heads) : 1;
+    if (elements(fixed) != need || !contiguous(fixed)) {
+      raise_value_error("static_descale: must hold ", need, " contiguous float32 (", a.granularity == Granularity::kPerHead
+                        ? "[batch, heads_kv]" : "[1]", "), got ", shape_string(fixed));
+    }
+  }
+  if (descale.present) {
+    int64_t const need = static_cast<int64_t>(fp8attn::quant::device::Quantize::descale_count(a));
+    if (elements(descale) != need || !contiguous(descale)) {
+      raise_value_error("descale: must hold ", need, " contiguous float32, got ", shape_string(descale));
+    }
+  }
   using fp8attn::quant::device::Quantize;
   if (Status s = Quantize::can_implement(a); !s) raise_status(s);
   Quantize op;
@@ -442,6 +469,16 @@ char const* fmha_fwd_quantized(nb::handle q_obj, nb::handle k_obj, nb::handle v_
     if (view->dtype != q.dtype) raise_value_error(name, ": dtype ", dtype_name(*view), " differs from q's ", dtype_name(q));
   }
   if (out.dtype != fp8attn_py::kTorchBF16) raise_value_error("out: dtype ", dtype_name(out), " must be torch.bfloat16");
+  for (int i = 0; i < 4; ++i) {
+    if (v.shape[i] != k.shape[i]) {
+      raise_value_error("v: shape ", shape_string(v), " does not match k's shape ", shape_string(k));
+    }
+    if (out.shape[i] != q.shape[i]) {
+      raise_value_error("out: shape ", shape_string(out), " does not match q's shape ", shape_string(q));
+    }
+  }
+  if (k.shape[0] != q.shape[0]) raise_value_error("k: batch=", k.shape[0], " does not match q's batch=", q.shape[0]);
+  if (k.shape[3] != q.shape[3]) raise_value_error("k: head_dim=", k.shape[3], " does not match q's head_dim=", q.shape[3]);
   if (mode < 0 || mode > static_cast<int>(fp8attn::fmha::AccuracyMode::kBf16)) raise_value_error("mode=", mode, " is not a mode");
   FmhaFwdQuantized::Arguments a;
   a.problem = {to_int("batch", q.shape[0]), to_int("heads_q", q.shape[2]), to_int("heads_kv", k.shape[2]),
@@ -503,7 +540,9 @@ fp8attn::paged::PagedCache paged_cache(TensorView const& kp, TensorView const& v
   check_rank("block_table", table, 2, "[batch, max_pages]");
   check_device("block_table", table, device, "q");
   if (table.dtype != fp8attn_py::kTorchI32) raise_value_error("block_table: dtype must be torch.int32");
-  if (table.shape[1] > 1 && table.stride[1] != 1) raise_value_error("block_table: rows must be contiguous");
+  if ((table.shape[1] > 1 && table.stride[1] != 1) || (table.shape[0] > 1 && table.stride[0] != table.shape[1])) {
+    raise_value_error("block_table: must be contiguous [batch, max_pages] (the kernels index row b at b * max_pages)");
+  }
   c.block_table = reinterpret_cast<int32_t const*>(table.data);
   c.max_pages = to_int("max_pages", table.shape[1]);
   return c;
@@ -525,8 +564,15 @@ char const* paged_decode(nb::handle q_obj, nb::handle out_obj, nb::handle kp, nb
                         q.device);
   check_rank("seqlens", seqlens, 1, "[batch]");
   check_device("seqlens", seqlens, q.device);
-  if (seqlens.dtype != fp8attn_py::kTorchI32 || seqlens.shape[0] != q.shape[0]) {
-    raise_value_error("seqlens: must be torch.int32 [batch=", q.shape[0], "], got ", shape_string(seqlens));
+  if (seqlens.dtype != fp8attn_py::kTorchI32 || seqlens.shape[0] != q.shape[0] ||
+      (seqlens.shape[0] > 1 && seqlens.stride[0] != 1)) {
+    raise_value_error("seqlens: must be a contiguous torch.int32 [batch=", q.shape[0], "], got ", shape_string(seqlens));
+  }
+  check_device("out", out, q.device);
+  if (out.dtype != fp8attn_py::kTorchBF16 || out.ndim != 4 || out.shape[0] != q.shape[0] || out.shape[1] != q.shape[1] ||
+      out.shape[2] != q.shape[2] || out.shape[3] != q.shape[3]) {
+    raise_value_error("out: must be torch.bfloat16 of q's shape ", shape_string(q), ", got ", dtype_name(out), " ",
+                      shape_string(out));
   }
   if (table.shape[0] != q.shape[0]) raise_value_error("block_table: batch=", table.shape[0], " is not q's ", q.shape[0]);
   a.cache.seqlens = reinterpret_cast<int32_t const*>(seqlens.data);
@@ -568,8 +614,9 @@ void paged_append(nb::handle k_obj, nb::handle v_obj, nb::handle kp, nb::handle 
   }
   check_rank("positions", positions, 1, "[batch]");
   check_device("positions", positions, k.device, "k");
-  if (positions.dtype != fp8attn_py::kTorchI32 || positions.shape[0] != k.shape[0]) {
-    raise_value_error("positions: must be torch.int32 [batch=", k.shape[0], "]");
+  if (positions.dtype != fp8attn_py::kTorchI32 || positions.shape[0] != k.shape[0] ||
+      (positions.shape[0] > 1 && positions.stride[0] != 1)) {
+    raise_value_error("positions: must be a contiguous torch.int32 [batch=", k.shape[0], "]");
   }
   a.batch = to_int("batch", k.shape[0]);
   a.new_tokens = to_int("new_tokens", k.shape[1]);

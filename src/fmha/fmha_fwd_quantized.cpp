@@ -92,6 +92,12 @@ Status compose(Arguments const& a, uintptr_t base, Pieces* out) {
   }
   r.quantized = true;
   bool const int8 = a.mode == AccuracyMode::kInt8QK;
+  if (a.lse && (int8 || a.mode == AccuracyMode::kFp8SmoothRotate)) {
+    // Smoothing K shifts every score of query row i by softmax_scale * q_i . mean(K): O does not change, LSE does.
+    return Status(StatusCode::kErrorNotSupported, std::string("lse with mode=") + to_string(a.mode) +
+                                                      ": K smoothing moves each row's log-sum-exp by a constant "
+                                                      "(O is unchanged); use mode=fp8 or fp8_per_head for LSE");
+  }
   r.q = quantize_args(a, a.q, p.seqlen_q, p.heads_q);
   r.k = quantize_args(a, a.k, p.seqlen_k, p.heads_kv);
   r.v = quantize_args(a, a.v, p.seqlen_k, p.heads_kv);

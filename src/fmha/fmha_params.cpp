@@ -207,8 +207,9 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
     kp.q_descale_stride_hq = args.q_descale.ptr ? args.q_descale.stride_head_q : 0;
     kp.q_descale_stride_blk = args.q_descale.ptr ? args.q_descale.stride_block : 0;
     kp.k_descale_stride_blk = args.k_descale.ptr ? args.k_descale.stride_block : 0;
-    kp.window_left = args.window_left;
-    kp.window_right = args.window_right;
+    // A window reaching past every key is no window: -1 keeps the kernel's int32 bound arithmetic in range.
+    kp.window_left = args.window_left >= p.seqlen_k ? -1 : args.window_left;
+    kp.window_right = args.window_right >= p.seqlen_q ? -1 : args.window_right;
     kp.softcap = args.softcap;
     kp.softmax_scale = scale;
     kp.seqlen_q = p.seqlen_q;

@@ -202,6 +202,9 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     return Status(StatusCode::kErrorNullPointer, "workspace is null; the split-KV partials need " +
                                                      std::to_string(ws) + " bytes (get_workspace_size)");
   }
+  if (ws > 0) {
+    if (Status s = check_aligned("workspace", workspace, 16); !s) return s;
+  }
   fp8attn::detail::CudaDriver const* driver = nullptr;
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
   if (Status s = fp8attn::detail::get_function(*driver, *instances.decode, &plan->decode); !s) return s;
@@ -353,6 +356,7 @@ Status PagedAppend::initialize(Arguments const& a, StreamHandle) {
     p.Positions = a.positions;
     p.new_tokens = a.new_tokens;
     p.heads_kv = a.cache.heads_kv;
+    p.num_pages = a.cache.num_pages;
     p.max_pages = a.cache.max_pages;
     p.stride_kb = a.k.stride_b;
     p.stride_ks = a.k.stride_s;

@@ -160,6 +160,13 @@ class WindowAndSoftcap(unittest.TestCase):
             with self.subTest(causal=causal, window=window, sq=sq, sk=sk):
                 self.run_case(sq, sk, causal, window)
 
+    def test_windows_near_int32_limits(self):
+        # Windows as wide as int32 allows: exactly unlimited (no wrap-around to "see nothing").
+        for causal, window, sq, sk in ((False, (2**31 - 1, -1), 128, 64), (False, (-1, 2**31 - 1), 1, 200),
+                                       (True, (2**31 - 1, 2**31 - 1), 100, 300)):
+            with self.subTest(window=window):
+                self.run_case(sq, sk, causal, window)
+
     def test_window_skips_what_it_must(self):
         """A narrow window equals plain attention over the keys it keeps: compared through the reference above;
         and the checker fails when the window is not applied (the unwindowed reference differs)."""

@@ -63,6 +63,15 @@ int main() {
     }
   }
   {
+    auto a = valid(AccuracyMode::kFp8SmoothRotate);
+    a.lse = reinterpret_cast<float*>(0x50000000);
+    fp8attn::Status s = Op::can_implement(a);
+    CHECK(s.code() == StatusCode::kErrorNotSupported && s.message().find("lse with mode=fp8_smooth_rotate") == 0,
+          "lse with smoothing: " + s.to_string());
+    a.mode = AccuracyMode::kFp8;
+    CHECK(Op::can_implement(a).ok(), "lse with fp8: " + Op::can_implement(a).to_string());
+  }
+  {
     auto a = valid(AccuracyMode::kBf16);
     a.problem.input_type = DataType::kF16;
     fp8attn::Status s = Op::can_implement(a);

@@ -77,11 +77,13 @@ def reference(q, cache, scale):
     return out
 
 
-def run_decode(q_values, cache, num_splits, rows):
+def run_decode(q_values, cache, num_splits, rows, max_seqlen=None):
+    """As PagedDecode plans it: pages_per_split from the host's max_seqlen (default: the longest sequence)."""
     batch, q_len, heads_q, d = q_values.shape
     q_bits = to_bf16_bits(q_values)
     o = np.full(q_values.shape, 0x7FC0, np.uint16)  # bf16 NaN: every row must be written
-    pages_per_split = -(-cache.max_pages // num_splits)
+    max_seqlen = int(cache.seqlens.max()) if max_seqlen is None else max_seqlen
+    pages_per_split = max(1, -(-(-(-max_seqlen // cache.page)) // num_splits))
     row_chunks = -(-(q_len * heads_q // cache.heads_kv) // rows)
     programs = batch * cache.heads_kv * row_chunks * num_splits
     partial_o = np.full((programs * rows, d), np.nan, np.float32)
@@ -151,6 +153,15 @@ class Decode(unittest.TestCase):
             self.assertTrue(np.isnan(got[0]).all() and np.isnan(got[1]).all(), "invalid sequences: NaN rows")
             self.assertTrue(np.isfinite(got[2]).all(), "the valid sequence is untouched")
 
+    def test_a_sequence_longer_than_max_seqlen_gives_nan_rows(self):
+        rng = np.random.default_rng(8)
+        cache = Cache(rng, [100, 60], 2, 64, 16, True)
+        q = rng.standard_normal((2, 1, 4, 64))
+        for splits in (1, 3):
+            got, _ = run_decode(q, cache, splits, 16, max_seqlen=80)  # sequence 0 has 100 tokens
+            self.assertTrue(np.isnan(got[0]).all(), "a length past max_seqlen's plan: NaN, not fewer keys")
+            self.assertTrue(np.isfinite(got[1]).all())
+
     def test_the_checker_catches_a_wrong_block_table(self):
         rng = np.random.default_rng(4)
         cache = Cache(rng, [100, 90], 2, 64, 16, True)
@@ -183,7 +194,8 @@ class Append(unittest.TestCase):
                V=HostTensor(v_bits, "bfloat16"), KPages=HostTensor(k_pages, "float8_e4m3fn"),
                VPages=HostTensor(v_pages, "float8_e4m3fn"), KDescale=HostTensor(kd, "float32"),
                VDescale=HostTensor(vd, "float32"), BlockTable=HostTensor(block_table, "int32"),
-               Positions=HostTensor(positions, "int32"), new_tokens=new, heads_kv=heads_kv, max_pages=max_pages,
+               Positions=HostTensor(positions, "int32"), new_tokens=new, heads_kv=heads_kv, num_pages=num_pages,
+               max_pages=max_pages,
                stride_kb=ks[0], stride_ks=ks[1], stride_kh=ks[2], stride_vb=ks[0], stride_vs=ks[1], stride_vh=ks[2],
                descale_stride_page=0, descale_stride_head=1, HEAD_DIM=d, PAGE=page)
         want_k = np.full_like(k_pages, 0x55)
@@ -198,6 +210,26 @@ class Append(unittest.TestCase):
         self.assertTrue(np.array_equal(k_pages, want_k), "K bytes (or a slot written that should not be)")
         self.assertTrue(np.array_equal(v_pages, want_v), "V bytes")
         self.assertEqual(int((decode_e4m3(k_pages[1, :1]) != 0).sum() > 0), 1, "the page crossing was written")
+
+    def test_positions_and_pages_outside_write_nothing(self):
+        rng = np.random.default_rng(6)
+        heads_kv, d, page, num_pages, max_pages = 1, 64, 16, 3, 2
+        block_table = np.array([[0, -1], [7, 1]], np.int32)  # -1: unallocated; 7: past the cache
+        positions = np.array([16, 0], np.int32)  # sequence 0 writes into its unallocated page and past its table
+        k = to_bf16_bits(rng.standard_normal((2, 20, heads_kv, d)))
+        pages = [np.full((num_pages, page, heads_kv, d), 0x55, np.uint8) for _ in range(2)]
+        ks = (20 * heads_kv * d, heads_kv * d, d)
+        launch(pk.paged_append_kernel, 2 * 20 * heads_kv, K=HostTensor(k, "bfloat16"), V=HostTensor(k, "bfloat16"),
+               KPages=HostTensor(pages[0], "float8_e4m3fn"), VPages=HostTensor(pages[1], "float8_e4m3fn"),
+               KDescale=HostTensor(np.ones((1, 1), np.float32), "float32"),
+               VDescale=HostTensor(np.ones((1, 1), np.float32), "float32"),
+               BlockTable=HostTensor(block_table, "int32"), Positions=HostTensor(positions, "int32"), new_tokens=20,
+               heads_kv=heads_kv, num_pages=num_pages, max_pages=max_pages, stride_kb=ks[0], stride_ks=ks[1],
+               stride_kh=ks[2], stride_vb=ks[0], stride_vs=ks[1], stride_vh=ks[2], descale_stride_page=0,
+               descale_stride_head=1, HEAD_DIM=d, PAGE=page)
+        # Sequence 1: tokens 0..15 into page 7 (refused), 16..19 into page 1 slots 0..3 (written).
+        self.assertTrue((pages[0][1, :4] != 0x55).all() and (pages[0][1, 4:] == 0x55).all())
+        self.assertTrue((pages[0][[0, 2]] == 0x55).all(), "nothing written for sequence 0 or page 7")
 
 
 if __name__ == "__main__":

@@ -139,6 +139,14 @@ def test_errors(seed):
                          v_descale=torch.ones(1, 2, 2, device="cuda"))
 
 
+def test_fused_checks_shapes(seed):
+    from fp8attn.modes import attention_fused
+
+    q, k, v = bf16_inputs(1, 128, 256, 4, 2, 64, seed)
+    with pytest.raises(ValueError, match="v: shape"):
+        attention_fused(q, k, v[:, :128], mode="fp8")
+
+
 def test_quantize_opcheck_and_compile(seed):
     q, k, v = bf16_inputs(1, 200, 200, 4, 2, 128, seed)
     for args in ((q, "e4m3", "tensor", 0, False, False, 0, "bshd", None),

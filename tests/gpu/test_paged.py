@@ -184,6 +184,12 @@ def test_errors(seed):
         decode(torch.zeros((1, 1, 3, 128), dtype=torch.bfloat16, device="cuda"), cache, table, seqlens, 100)
     with pytest.raises(ValueError, match="block_table"):
         decode(q, cache, table.long(), seqlens, 100)
+    wide = torch.zeros((1, 8), dtype=torch.int32, device="cuda")
+    with pytest.raises(ValueError, match="block_table: must be contiguous"):
+        decode(q.expand(2, 1, 4, 128).contiguous(), cache, wide.expand(2, 8)[:, :4], seqlens.expand(2).contiguous(),
+               100)
+    with pytest.raises(ValueError, match="out: must be torch.bfloat16"):
+        decode(q, cache, table, seqlens, 100, out=torch.empty((1, 1, 4, 64), dtype=torch.bfloat16, device="cuda"))
     with pytest.raises(ValueError, match="k_pages"):
         bad = PagedKVCache(8, 64, 2, 128)
         bad.k_pages = bad.k_pages.to(torch.bfloat16)

@@ -161,6 +161,8 @@ def test_errors(seed):
         fp8attn.quantize(x, granularity="block", descale=torch.ones(1, device="cuda"))
     with pytest.raises(ValueError, match="heads_kv=3"):
         fp8attn.quantize(x, heads_kv=3)
+    with pytest.raises(ValueError, match="static_descale: must hold 2 contiguous"):
+        fp8attn.quantize(x, granularity="head", descale=torch.ones(1, device="cuda"))
     empty, d0 = fp8attn.quantize(x[:, :0])
     assert empty.shape == (1, 0, 2, 64) and d0.shape == (1,)
 

@@ -37,7 +37,7 @@ class FmhaFwdQuantized {
     TensorRef k;  ///< [batch, seqlen_k, heads_kv, head_dim]
     TensorRef v;  ///< [batch, seqlen_k, heads_kv, head_dim]
     TensorRef o;  ///< [batch, seqlen_q, heads_q, head_dim], written
-    float* lse = nullptr;
+    float* lse = nullptr;  ///< not with kFp8SmoothRotate / kInt8QK (smoothing K moves LSE, not O)
     float softmax_scale = 0.0f;  ///< 0: 1/sqrt(head_dim)
     AccuracyMode mode = AccuracyMode::kFp8;
     uint32_t rotation_seed = 0;  ///< kFp8SmoothRotate: the Hadamard signs (Q and K share them)

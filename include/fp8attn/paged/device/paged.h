@@ -43,8 +43,9 @@ struct PagedDecodeArguments {
   fmha::TensorRef q;  ///< bf16 [batch, q_len, heads_q, head_dim] (the TensorRef's s is the token)
   fmha::TensorRef o;  ///< bf16 [batch, q_len, heads_q, head_dim], written
   PagedCache cache;
-  /// The longest sequence (host-side bound): splits are planned from it, and it must fit the table
-  /// (max_seqlen <= max_pages * page_size).
+  /// A host-side bound on the lengths: splits are planned from it, and it must fit the table (max_seqlen <=
+  /// max_pages * page_size). A sequence longer than it gets NaN rows (never silently fewer keys): when replaying a
+  /// captured graph while sequences grow, capture with the largest length the graph will see.
   int max_seqlen = 0;
   float softmax_scale = 0.0f;  ///< 0: 1/sqrt(head_dim)
   int num_splits = 0;          ///< split-KV: 0 picks from batch * heads_kv and max_seqlen; 1 writes O directly
