@@ -39,7 +39,7 @@ def run_case(case, args):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from fp8attn.paged import PagedKVCache, decode
+    from fp8attn.paged import PagedKVCache, decode, decode_with_name
 
     name, batch, context, heads_q, heads_kv, q_len, page = case
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -59,6 +59,23 @@ def run_case(case, args):
     ms = bvc.time_cuda(lambda: decode(q, cache, table, seqlens, context, out=out), args)
     rec["fp8attn-paged-fp8"] = fp8_bytes / (ms * 1e-3) / 1e12
     rec["fp8attn_ms"] = ms
+    rec["fp8attn_kernel"] = short(decode_with_name(q, cache, table, seqlens, context, out=out)[1])
+    if args.instances:
+        # Every compiled decode instance for this page size and head dim whose rows hold the case's rows, at each
+        # split count asked for: columns "<instance>@s<splits>" (s0: automatic).
+        rows_needed = q_len * heads_q // heads_kv
+        ref = out.clone()
+        for name in decode_instances(page, HEAD_DIM, rows_needed):
+            for splits in args.splits:
+                def call(name=name, splits=splits):
+                    return decode(q, cache, table, seqlens, context, out=out, kernel_name=name, num_splits=splits)
+                call()
+                torch.cuda.synchronize()
+                if not torch.allclose(out.float(), ref.float(), rtol=2e-2, atol=2e-2):
+                    rec[f"{short(name)}@s{splits}"] = "MISMATCH"
+                    continue
+                t = bvc.time_cuda(call, args)
+                rec[f"{short(name)}@s{splits}"] = fp8_bytes / (t * 1e-3) / 1e12
     cache = None  # frees the pages before the BF16 cache is allocated
     torch.cuda.empty_cache()
     # BF16 on a contiguous cache [B, H_kv, S, D] (what SDPA reads), the same shapes.
@@ -70,8 +87,10 @@ def run_case(case, args):
             try:
                 with sdpa_kernel(backend):
                     def call():
-                        return F.scaled_dot_product_attention(qh, k, v, enable_gqa=heads_q != heads_kv,
-                                                              is_causal=q_len > 1)
+                        # No mask among several new tokens: SDPA's is_causal aligns the mask top-left (query t
+                        # would see keys 0..t only and read almost nothing); without it the call reads the same
+                        # bytes as the causal one would.
+                        return F.scaled_dot_product_attention(qh, k, v, enable_gqa=heads_q != heads_kv)
                     ms = bvc.time_cuda(call, args)
                 rec[provider] = 2 * fp8_bytes / (ms * 1e-3) / 1e12
             except Exception as e:  # noqa: BLE001 - record and go on
@@ -80,6 +99,18 @@ def run_case(case, args):
         del k, v
         torch.cuda.empty_cache()
     return rec
+
+
+def decode_instances(page, head_dim, rows_needed):
+    import fp8attn
+
+    prefix = f"fp8attn_sm90_paged_decode_e4m3_bf16_p{page}x{head_dim}_r"
+    names = [op["name"] for op in fp8attn.list_operations() if op["name"].startswith(prefix)]
+    return [n for n in names if int(n[len(prefix):].split("_")[0]) >= min(rows_needed, 64)]
+
+
+def short(name):
+    return name.replace("fp8attn_sm90_paged_decode_e4m3_bf16_", "")
 
 
 def run_window(args):
@@ -112,10 +143,14 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated substrings of the case names to keep")
     ap.add_argument("--no-sdpa", action="store_true")
     ap.add_argument("--window", action="store_true", help="also the sliding-window prefill row")
+    ap.add_argument("--instances", action="store_true",
+                    help="also every compiled decode instance of the case's page size by name, at each --splits")
+    ap.add_argument("--splits", default="0", help="split counts for --instances, e.g. 0,1,2,4 (0: automatic)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--target-ms", type=float, default=20.0)
     args = ap.parse_args()
+    args.splits = [int(x) for x in args.splits.split(",")]
     cases = [c for c in CASES if not args.cases or any(w in c[0] for w in args.cases.split(","))]
     providers = ["fp8attn-paged-fp8", "cudnn-bf16", "flash-bf16"]
     print(f"{'TB/s effective':<18}" + "".join(f"{p:>20}" for p in providers) + f"{'target':>10}")
@@ -124,7 +159,10 @@ def main():
         rec = run_case(case, args)
         rows.append(rec)
         cells = "".join(f"{rec[p]:>20.2f}" if rec.get(p) else f"{'-':>20}" for p in providers)
-        print(f"{case[0]:<18}{cells}{TARGETS.get(case[0], ''):>10}", flush=True)
+        print(f"{case[0]:<18}{cells}{TARGETS.get(case[0], ''):>10}   {rec['fp8attn_kernel']}", flush=True)
+        swept = {k: v for k, v in rec.items() if "@s" in k}
+        for k, v in sorted(swept.items(), key=lambda kv: -kv[1] if isinstance(kv[1], float) else 0):
+            print(f"    {k:<40} {v if isinstance(v, str) else f'{v:.2f}'}", flush=True)
     if args.window:
         rows += run_window(args)
     if args.csv:

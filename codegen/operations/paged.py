@@ -1,10 +1,10 @@
 """Operation paged: decode attention over a paged FP8 KV cache, and the append that fills it.
 
     fp8attn_sm90_paged_append_e4m3_p<PAGE>x<D>_w<warps>
-    fp8attn_sm90_paged_decode_e4m3_bf16_p<PAGE>x<D>_r<ROWS>_w<warps>_s<stages>
+    fp8attn_sm90_paged_decode_e4m3_bf16_p<PAGE>x<D>_r<ROWS>_n<BLOCK_N>_w<warps>_s<stages>
     fp8attn_sm90_paged_combine_f32_bf16_x<D>_r<ROWS>_w<warps>
 
-PAGE: tokens per page; ROWS: query rows per program (the query heads of a kv head times the new tokens, in chunks
+PAGE: tokens per page; BLOCK_N: keys per decode iteration (gathered across pages); ROWS: query rows per program (the query heads of a kv head times the new tokens, in chunks
 of ROWS). Kernels: kernels/paged/paged_decode_triton.py; the layout: docs/PAGED_CACHE.md.
 """
 
@@ -26,6 +26,7 @@ class PagedConfig:
     rows: int        # 0 for append
     warps: int
     stages: int = 1
+    block_n: int = 0  # decode only
     family: str = "triton"
 
     operation = NAME
@@ -34,7 +35,7 @@ class PagedConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_paged_(?:"
     r"append_e4m3_p(?P<ap>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)"
-    r"|decode_e4m3_bf16_p(?P<dp>\d+)x(?P<dd>\d+)_r(?P<dr>\d+)_w(?P<dw>\d+)_s(?P<ds>\d+)"
+    r"|decode_e4m3_bf16_p(?P<dp>\d+)x(?P<dd>\d+)_r(?P<dr>\d+)_n(?P<dn>\d+)_w(?P<dw>\d+)_s(?P<ds>\d+)"
     r"|combine_f32_bf16_x(?P<cd>\d+)_r(?P<cr>\d+)_w(?P<cw>\d+))")
 
 
@@ -42,7 +43,8 @@ def name_of(c: PagedConfig) -> str:
     if c.stage == "append":
         return f"fp8attn_{ARCH}_paged_append_e4m3_p{c.page}x{c.head_dim}_w{c.warps}"
     if c.stage == "decode":
-        return f"fp8attn_{ARCH}_paged_decode_e4m3_bf16_p{c.page}x{c.head_dim}_r{c.rows}_w{c.warps}_s{c.stages}"
+        return (f"fp8attn_{ARCH}_paged_decode_e4m3_bf16_p{c.page}x{c.head_dim}_r{c.rows}_n{c.block_n}_w{c.warps}"
+                f"_s{c.stages}")
     return f"fp8attn_{ARCH}_paged_combine_f32_bf16_x{c.head_dim}_r{c.rows}_w{c.warps}"
 
 
@@ -53,7 +55,8 @@ def parse(name: str):
     if m["ap"]:
         return PagedConfig("append", int(m["ap"]), int(m["ad"]), 0, int(m["aw"]))
     if m["dp"]:
-        return PagedConfig("decode", int(m["dp"]), int(m["dd"]), int(m["dr"]), int(m["dw"]), int(m["ds"]))
+        return PagedConfig("decode", int(m["dp"]), int(m["dd"]), int(m["dr"]), int(m["dw"]), int(m["ds"]),
+                           block_n=int(m["dn"]))
     return PagedConfig("combine", 0, int(m["cd"]), int(m["cr"]), int(m["cw"]))
 
 
@@ -111,7 +114,9 @@ def compile_spec(c: PagedConfig):
             raise ValueError(f"{name_of(c)}: the MMA needs at least 16 rows")
         types = {"Q": "*bf16", "KPages": "*fp8e4nv", "VPages": "*fp8e4nv", "KDescale": "*fp32", "VDescale": "*fp32",
                  "BlockTable": "*i32", "Seqlens": "*i32", "O": "*bf16", "PartialO": "*fp32", "PartialML": "*fp32"}
-        constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows}
+        if c.block_n < 16 or c.block_n & (c.block_n - 1):
+            raise ValueError(f"{name_of(c)}: BLOCK_N must be a power of two >= 16")
+        constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n}
     else:
         types = {"PartialO": "*fp32", "PartialML": "*fp32", "O": "*bf16"}
         constexprs = {"HEAD_DIM": c.head_dim, "ROWS": c.rows}
@@ -119,7 +124,7 @@ def compile_spec(c: PagedConfig):
 
 
 def check_sass(c, mma_counts):
-    pass  # bound by reading the cache; the decode's small tf32 MMAs are not a throughput path
+    pass  # bound by reading the cache; the decode's small bf16 MMAs are not a throughput path
 
 
 def requires(c: PagedConfig):
@@ -136,4 +141,4 @@ _CPP_STAGE = {"append": "kAppend", "decode": "kDecode", "combine": "kCombine"}
 def cpp_config(c: PagedConfig):
     return ("paged::detail::PagedKernelConfig",
             f"{{paged::detail::PagedStage::{_CPP_STAGE[c.stage]}, {c.page}, {c.head_dim}, {c.rows}, {c.warps}, "
-            f"{c.stages}}}")
+            f"{c.stages}, {c.block_n}}}")

@@ -9,15 +9,14 @@ The cache (docs/PAGED_CACHE.md):
 
 Decode: q [batch, q_len, heads_q, head_dim] (q_len 1..8 new tokens per sequence: speculative decoding, causal
 among them: query t sees keys < seqlen - q_len + t + 1), bf16. One program per (sequence, kv head, split of the
-pages): it reads each K/V page of its split once for all the query heads of its kv head (GQA: group = heads_q /
-heads_kv) and all q_len tokens, q_len * group rows padded to at least 16 for the MMA. K and V go from e4m3 to
-float32 in registers and both products run as tf32 MMAs (decode is bound by reading the cache, not by the MMA):
-bf16 q and e4m3 k are exact in tf32, so Q.K^T has exact products; P and the scaled V round to tf32 (11 bits),
-finer than bf16. Scores and P.V accumulate in float32 with the online softmax; each page's k descale scales its score columns, its v descale its P columns. A split
+keys): it reads each K/V row of its split once for all the query heads of its kv head (GQA: group = heads_q /
+heads_kv) and all q_len tokens, q_len * group rows padded to at least 16 for the MMA. Decode is bound by reading
+the cache, so both products run as small bf16 MMAs on operands widened in registers: bf16 q and e4m3 k are exact
+in bf16, so Q.K^T has exact products; P (times the v descale) rounds to bf16. Scores and P.V accumulate in float32
+with the online softmax; each key's page gives its k descale (score column) and v descale (P column). A split
 writes its partial output with (max, sum) per row; the combine kernel merges the splits (one split: the decode
-kernel writes O directly). Pages past a sequence's length are never read, and key slots past it inside the last
-page are masked before anything multiplies them (a free slot poisoned with NaN cannot reach O: masked scores are
--inf, and P = 0 meets V through a select, not a product).
+kernel writes O directly). Keys past a sequence's length are never loaded (masked loads), so a free slot
+poisoned with NaN cannot reach O.
 """
 
 import triton
@@ -76,12 +75,20 @@ def paged_decode_kernel(
     softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
     descale_stride_page, descale_stride_head,
-    HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr,
+    HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     """Program (b, kv head, chunk of ROWS rows, split). Row r is query token r // group of query head
     kv_head * group + r % group; rows >= q_len * group are padding (never stored). A sequence whose length
     exceeds its block table (max_pages * PAGE) or whose table names a page outside [0, num_pages) gets NaN in
-    its output rows: the kernel never reads outside the cache or the table."""
+    its output rows: the kernel never reads outside the cache or the table.
+
+    Each iteration takes BLOCK_N keys, gathered row by row from their pages (BLOCK_N / PAGE pages of 16 tokens,
+    or a part of one large page), so small pages cost no more iterations than large ones. Keys past the split or
+    the sequence are not loaded at all (masked loads fill zeros): a NaN-poisoned free slot never reaches a
+    register. Q.K^T: bf16 q times e4m3 k widened to bf16, both exact, float32 sums; each key's k descale scales
+    its score column. P.V: P times each key's v descale, rounded to bf16 (8 bits, finer than the prefill
+    kernel's e4m3 P), times V widened to bf16. Neither operand is widened to float32 in shared memory (the first
+    version did, and spent its time there: 1.0 TB/s)."""
     pid = tl.program_id(0)
     split = pid % num_splits
     rest = pid // num_splits
@@ -99,7 +106,7 @@ def paged_decode_kernel(
     head = hk * group + offs_r % group
     row_ok = offs_r < q_len * group
     q = tl.load(Q + b.to(tl.int64) * stride_qb + tok[:, None].to(tl.int64) * stride_qs + head[:, None] * stride_qh +
-                offs_d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+                offs_d[None, :], mask=row_ok[:, None], other=0.0)
     # Keys query token t may see: those before seqlen - q_len + t + 1 (causal among the new tokens).
     limit = seqlen - q_len + tok + 1
     m_i = tl.full([ROWS], _NEG_BIG, tl.float32)
@@ -110,32 +117,33 @@ def paged_decode_kernel(
     # The splits cover num_splits * pages_per_split pages (planned from the host's max_seqlen): a longer sequence
     # would lose its last pages silently; it gets NaN rows instead.
     bad = bad | (n_pages > num_splits * pages_per_split)
-    first = split * pages_per_split
-    last = tl.minimum(first + pages_per_split, n_pages)
-    offs_p = tl.arange(0, PAGE)
-    for p in tl.range(first, last):
-        page = tl.load(BlockTable + b.to(tl.int64) * max_pages + p).to(tl.int64)
-        bad = bad | (page < 0) | (page >= num_pages)
-        page = tl.minimum(tl.maximum(page, 0), num_pages - 1)
-        base = (page * PAGE * heads_kv + hk) * HEAD_DIM
-        rows = base + offs_p[:, None].to(tl.int64) * (heads_kv * HEAD_DIM) + offs_d[None, :]
-        key = p * PAGE + offs_p
-        k = tl.load(KPages + rows).to(tl.float32)
-        v = tl.load(VPages + rows).to(tl.float32)
+    key_lo = split * pages_per_split * PAGE
+    key_hi = tl.minimum(key_lo + pages_per_split * PAGE, seqlen)
+    offs_n = tl.arange(0, BLOCK_N)
+    table_row = BlockTable + b.to(tl.int64) * max_pages
+    bad_pages = tl.zeros([BLOCK_N], tl.int32)
+    for start in tl.range(key_lo, key_hi, BLOCK_N):
+        key = start + offs_n
+        live = key < key_hi
+        page = tl.load(table_row + key // PAGE, mask=live, other=0)
+        bad_pages = bad_pages | (live & ((page < 0) | (page >= num_pages))).to(tl.int32)
+        page = tl.minimum(tl.maximum(page, 0), num_pages - 1).to(tl.int64)
+        rows = ((page * PAGE + key % PAGE) * heads_kv + hk) * HEAD_DIM
+        k = tl.load(KPages + rows[:, None] + offs_d[None, :], mask=live[:, None], other=0.0)
+        v = tl.load(VPages + rows[:, None] + offs_d[None, :], mask=live[:, None], other=0.0)
         dsc = page * descale_stride_page + hk * descale_stride_head
-        kd = tl.load(KDescale + dsc)
-        vd = tl.load(VDescale + dsc)
-        s = tl.dot(q, tl.trans(k), input_precision="tf32") * (qk_scale * kd)
-        visible = key[None, :] < limit[:, None]
+        kd = tl.load(KDescale + dsc, mask=live, other=0.0)
+        vd = tl.load(VDescale + dsc, mask=live, other=0.0)
+        s = tl.dot(q, tl.trans(k.to(tl.bfloat16))) * (qk_scale * kd)[None, :]
+        visible = (key[None, :] < limit[:, None]) & live[None, :]
         s = tl.where(visible, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.math.exp2(m_i - m_new)
         prob = tl.where(visible, tl.math.exp2(s - m_new[:, None]), 0.0)
         l_i = l_i * alpha + tl.sum(prob, 1)
-        # A free slot's V (NaN-poisoned, say) is replaced, not multiplied by P = 0 (0 * NaN is NaN).
-        v = tl.where((key < seqlen)[:, None], v * vd, 0.0)
-        acc = acc * alpha[:, None] + tl.dot(prob, v, input_precision="tf32")
+        acc = acc * alpha[:, None] + tl.dot((prob * vd[None, :]).to(tl.bfloat16), v.to(tl.bfloat16))
         m_i = m_new
+    bad = bad | (tl.max(bad_pages, 0) != 0)
     # An invalid table or length poisons the whole split (and so the combined rows): NaN, never garbage.
     l_i = tl.where(bad, float("nan"), l_i)
     if num_splits == 1:

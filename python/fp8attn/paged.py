@@ -60,15 +60,23 @@ def append(cache, k, v, block_table, positions):
                           positions, stream)
 
 
-def decode(q, cache, block_table, seqlens, max_seqlen, *, softmax_scale=None, num_splits=0, out=None):
+def decode(q, cache, block_table, seqlens, max_seqlen, *, softmax_scale=None, num_splits=0, out=None, kernel_name=""):
     """O [batch, q_len, heads_q, head_dim] bf16 for q bf16 [batch, q_len, heads_q, head_dim] over the cache: query
     token t of sequence b sees the keys before seqlens[b] - q_len + t + 1. max_seqlen: a host-side bound on
-    seqlens (plans the split-KV; must fit the block table). num_splits: 0 automatic."""
+    seqlens (plans the split-KV; must fit the block table). num_splits: 0 automatic. kernel_name: force a
+    compiled decode instance (fp8attn.list_operations()), e.g. to compare them; empty: the heuristic's pick."""
+    return decode_with_name(q, cache, block_table, seqlens, max_seqlen, softmax_scale=softmax_scale,
+                            num_splits=num_splits, out=out, kernel_name=kernel_name)[0]
+
+
+def decode_with_name(q, cache, block_table, seqlens, max_seqlen, *, softmax_scale=None, num_splits=0, out=None,
+                     kernel_name=""):
+    """decode(), returning (O, the name of the decode instance that ran)."""
     if out is None:
         out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
     guard, stream = _device_and_stream(q)
     with guard:
-        _ext.paged_decode(q, out, cache.k_pages, cache.v_pages, cache.k_descale, cache.v_descale, block_table, seqlens,
-                          int(max_seqlen), float(softmax_scale or 0.0), int(num_splits), stream,
-                          _fmha._workspace_alloc, _fmha._workspace_free)
-    return out
+        name = _ext.paged_decode(q, out, cache.k_pages, cache.v_pages, cache.k_descale, cache.v_descale, block_table,
+                                 seqlens, int(max_seqlen), float(softmax_scale or 0.0), int(num_splits), stream,
+                                 _fmha._workspace_alloc, _fmha._workspace_free, kernel_name)
+    return out, name

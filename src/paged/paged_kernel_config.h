@@ -12,6 +12,7 @@ struct PagedKernelConfig {
   int rows;      ///< query rows per decode / combine program (0 for append)
   int warps;
   int stages;
+  int block_n;   ///< keys per decode iteration (0 for append and combine)
 };
 
 }  // namespace fp8attn::paged::detail

@@ -142,10 +142,37 @@ def _gpu_like_e4m3_conversion(data, input_dtype, output_dtype, rounding_mode):
     if input_dtype == tl.float8e4nv and output_dtype in (tl.float32, tl.float16):
         return E4M3_VALUES[data.view(np.uint8).astype(np.int64)].astype(
             np.float32 if output_dtype == tl.float32 else np.float16)
+    if input_dtype == tl.float32 and output_dtype == tl.bfloat16:  # cvt.rn.bf16.f32 (the interpreter truncates)
+        bits = data.view(np.uint32).astype(np.uint64)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+        return np.where(np.isnan(data.view(np.float32)), np.uint16(0x7FC0), rounded)
+    if input_dtype == tl.float8e4nv and output_dtype == tl.bfloat16:  # exact: the top half of the float32
+        return (E4M3_VALUES[data.view(np.uint8).astype(np.int64)].astype(np.float32).view(np.uint32) >> 16).astype(
+            np.uint16)
     return _interpreter_convert_float(data, input_dtype, output_dtype, rounding_mode)
 
 
 interpreter._convert_float = _gpu_like_e4m3_conversion
+
+
+# The interpreter keeps bf16 as its uint16 bits and its tl.dot multiplies those bits as integers; the GPU's MMA
+# multiplies the values (exact products, float32 sums), which is what this does.
+_interpreter_create_dot = interpreter.InterpreterBuilder.create_dot
+
+
+def _bf16_values(handle):
+    return (handle.data.astype(np.uint32) << 16).view(np.float32)
+
+
+def _create_dot_with_bf16(self, a, b, d, input_precision, max_num_imprecise_acc):
+    if a.dtype.scalar == tl.bfloat16 or b.dtype.scalar == tl.bfloat16:
+        a_data = _bf16_values(a) if a.dtype.scalar == tl.bfloat16 else a.data.astype(np.float32)
+        b_data = _bf16_values(b) if b.dtype.scalar == tl.bfloat16 else b.data.astype(np.float32)
+        return interpreter.TensorHandle(np.matmul(a_data, b_data, dtype=np.float32) + d.data, d.dtype.scalar)
+    return _interpreter_create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+
+interpreter.InterpreterBuilder.create_dot = _create_dot_with_bf16
 
 
 # Bounds check: every address a launch loads or stores (where its mask is true) must lie inside one of the

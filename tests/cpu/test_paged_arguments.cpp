@@ -65,7 +65,7 @@ void expect_error(Args const& a, StatusCode code, std::string const& fragment, s
 int main() {
   bool compiled = false;
   for (auto const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kPaged)) {
-    compiled = compiled || op->description().name == "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r16_w4_s3";
+    compiled = compiled || op->description().name == "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r16_n128_w4_s5";
   }
   if (!compiled) {
     std::printf("not applicable in this build: no paged decode instance for pages of 64 at D=128\n");
@@ -83,6 +83,11 @@ int main() {
     int const splits = PagedDecode::splits_of(a);
     CHECK(splits == 33, "batch 1 at 128k: 264 / 8 programs -> 33 splits, got " + std::to_string(splits));
     CHECK(PagedDecode::get_workspace_size(a) >= size_t(8) * 33 * 16 * 129 * 4, "split partials in the workspace");
+    a.batch = 8;
+    a.cache.max_pages = 2048;
+    CHECK(PagedDecode::splits_of(a) == 4, "batch 8 at 128k: 64 programs -> 4 splits (one wave of 256), got " +
+                                              std::to_string(PagedDecode::splits_of(a)));
+    a.batch = 1;
     a.max_seqlen = 64;
     a.cache.max_pages = 512;
     CHECK(PagedDecode::splits_of(a) == 1, "one page: no split");
@@ -115,7 +120,7 @@ int main() {
   { auto a = decode(); a.q.stride_h = 100; expect_error<PagedDecode>(a, StatusCode::kErrorMisalignedOperand, "q.stride_h=100", "q stride"); }
   { auto a = decode(); a.cache.descale_stride_page = -1; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "page=-1", "descale stride"); }
   { auto a = decode(); a.num_splits = -2; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "num_splits=-2", "splits"); }
-  { auto a = decode(); a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p16x128_r16_w4_s3"; expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "does not decode pages of 64", "wrong instance"); }
+  { auto a = decode(); a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p16x128_r16_n64_w4_s3"; expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "does not decode pages of 64", "wrong instance"); }
   {
     auto a = decode(0);
     a.q.ptr = nullptr;

@@ -77,13 +77,16 @@ def reference(q, cache, scale):
     return out
 
 
-def run_decode(q_values, cache, num_splits, rows, max_seqlen=None):
-    """As PagedDecode plans it: pages_per_split from the host's max_seqlen (default: the longest sequence)."""
+def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64):
+    """As PagedDecode plans it: pages_per_split from the host's max_seqlen (default: the longest sequence), rounded
+    up to whole iterations of block_n keys."""
     batch, q_len, heads_q, d = q_values.shape
     q_bits = to_bf16_bits(q_values)
     o = np.full(q_values.shape, 0x7FC0, np.uint16)  # bf16 NaN: every row must be written
     max_seqlen = int(cache.seqlens.max()) if max_seqlen is None else max_seqlen
+    per_iteration = max(1, block_n // cache.page)
     pages_per_split = max(1, -(-(-(-max_seqlen // cache.page)) // num_splits))
+    pages_per_split = -(-pages_per_split // per_iteration) * per_iteration
     row_chunks = -(-(q_len * heads_q // cache.heads_kv) // rows)
     programs = batch * cache.heads_kv * row_chunks * num_splits
     partial_o = np.full((programs * rows, d), np.nan, np.float32)
@@ -100,7 +103,8 @@ def run_decode(q_values, cache, num_splits, rows, max_seqlen=None):
            num_pages=cache.k_bytes.shape[0], max_pages=cache.max_pages, pages_per_split=pages_per_split,
            num_splits=num_splits,
            stride_qb=qs[0], stride_qs=qs[1], stride_qh=qs[2], stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2],
-           descale_stride_page=cache.descale_stride_page, descale_stride_head=1, PAGE=cache.page, **common)
+           descale_stride_page=cache.descale_stride_page, descale_stride_head=1, PAGE=cache.page, BLOCK_N=block_n,
+           **common)
     if num_splits > 1:
         launch(pk.paged_combine_kernel, batch * cache.heads_kv * row_chunks, PartialO=HostTensor(partial_o, "float32"),
                PartialML=HostTensor(partial_ml, "float32"), O=HostTensor(o, "bfloat16"), num_splits=num_splits,
@@ -109,16 +113,17 @@ def run_decode(q_values, cache, num_splits, rows, max_seqlen=None):
 
 
 class Decode(unittest.TestCase):
-    def check(self, seqlens, heads_q, heads_kv, q_len, page, num_splits, per_page_descale, seed, d=64, rows=None):
+    def check(self, seqlens, heads_q, heads_kv, q_len, page, num_splits, per_page_descale, seed, d=64, rows=None,
+              block_n=64):
         rng = np.random.default_rng(seed)
         cache = Cache(rng, seqlens, heads_kv, d, page, per_page_descale)
         q = rng.standard_normal((len(seqlens), q_len, heads_q, d))
         rows = rows or max(16, 1 << (q_len * heads_q // heads_kv - 1).bit_length())
-        got, q_bits = run_decode(q, cache, num_splits, rows)
+        got, q_bits = run_decode(q, cache, num_splits, rows, block_n=block_n)
         want = reference(from_bf16_bits(q_bits).astype(np.float64), cache, 1 / math.sqrt(d))
         self.assertTrue(np.isfinite(got).all(), "a NaN-poisoned free slot or page reached O (or a row was unwritten)")
         err = np.linalg.norm(got - want) / np.linalg.norm(want)
-        # P and the scaled V round to tf32 (11 bits), O to bf16: well under 1%.
+        # P times the v descale rounds to bf16 (8 bits), O to bf16: well under 1%.
         self.assertLess(err, 5e-3, f"relative error {err:.2e}")
         return err
 
@@ -142,6 +147,14 @@ class Decode(unittest.TestCase):
         self.check([150, 33], heads_q=8, heads_kv=1, q_len=8, page=16, num_splits=2, per_page_descale=True, seed=6,
                    rows=16)
 
+    def test_iterations_spanning_pages_and_parts_of_a_page(self):
+        # 128 keys per iteration over pages of 16 (eight pages gathered at once, the split boundary inside an
+        # iteration's reach), and 32 keys per iteration over pages of 64 (half a page each).
+        self.check([300, 17, 129], heads_q=4, heads_kv=2, q_len=2, page=16, num_splits=3, per_page_descale=True,
+                   seed=9, block_n=128)
+        self.check([300, 64, 65], heads_q=4, heads_kv=2, q_len=1, page=64, num_splits=2, per_page_descale=True,
+                   seed=10, block_n=32)
+
     def test_invalid_tables_and_lengths_give_nan_rows_not_reads_outside(self):
         rng = np.random.default_rng(7)
         cache = Cache(rng, [100, 90, 50], 2, 64, 16, True)
@@ -155,10 +168,12 @@ class Decode(unittest.TestCase):
 
     def test_a_sequence_longer_than_max_seqlen_gives_nan_rows(self):
         rng = np.random.default_rng(8)
-        cache = Cache(rng, [100, 60], 2, 64, 16, True)
+        cache = Cache(rng, [300, 60], 2, 64, 16, True)
         q = rng.standard_normal((2, 1, 4, 64))
         for splits in (1, 3):
-            got, _ = run_decode(q, cache, splits, 16, max_seqlen=80)  # sequence 0 has 100 tokens
+            # The plan covers 128 keys (one split) or 192 (three), whole iterations of 64 keys past max_seqlen=80;
+            # sequence 0 has 300.
+            got, _ = run_decode(q, cache, splits, 16, max_seqlen=80)
             self.assertTrue(np.isnan(got[0]).all(), "a length past max_seqlen's plan: NaN, not fewer keys")
             self.assertTrue(np.isfinite(got[1]).all())
 

@@ -67,6 +67,10 @@ def instance_problems(kernel):
 def test_instance(kernel, seed):
     if kernel["qk_type"] not in DTYPES:
         pytest.skip(f"no input generator for {kernel['qk_type']}")
+    if kernel.get("softcap"):
+        # A soft-capping instance refuses softcap=0, which every problem here has; test_window_softcap runs each
+        # of them (one per dtype and head dim) against float64 with a cap.
+        pytest.skip("soft-capping instance: checked in test_window_softcap")
     for i, p in enumerate(instance_problems(kernel)):
         fu.check_problem(p, seed + i, kernel_name=kernel["name"])
 

@@ -26,6 +26,11 @@ def compiled(page, head_dim):
                for k in fp8attn.list_operations() if isinstance(k, dict))
 
 
+def cpu_generator(seed):
+    """The inputs are drawn on the CPU (the tables are built there) and moved to the GPU."""
+    return torch.Generator().manual_seed(seed)
+
+
 def build(seqlens, heads_kv, head_dim, page, per_page, gen):
     """A cache holding random keys/values for each sequence (quantized by append), pages shuffled, every slot
     no sequence owns NaN. Returns (cache, block_table, seqlens tensor, float64 K/V per sequence)."""
@@ -97,7 +102,7 @@ def test_decode_against_float64(page, case, seed):
     d = 128
     if not compiled(page, d):
         pytest.skip(f"no paged decode instance for pages of {page} at D={d}")
-    gen = fu.generator(seed)
+    gen = cpu_generator(seed)
     cache, table, seqlens, kv = build(case["seqlens"], case["heads_kv"], d, page, case["per_page"], gen)
     q = torch.randn((len(case["seqlens"]), case["q_len"], case["heads_q"], d), generator=gen).to(torch.bfloat16).cuda()
     o = decode(q, cache, table, seqlens, max(case["seqlens"]), num_splits=case["splits"])
@@ -112,7 +117,7 @@ def test_lengths_from_1_to_128k_in_one_batch(seed):
     d, page = 128, 64
     if not compiled(page, d):
         pytest.skip("no paged decode instance for pages of 64 at D=128")
-    gen = fu.generator(seed)
+    gen = cpu_generator(seed)
     lengths = [1, 777, 32768, 131072]
     cache, table, seqlens, kv = build(lengths, 8, d, page, True, gen)
     q = torch.randn((4, 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
@@ -127,7 +132,7 @@ def test_invalid_table_gives_nan_rows(seed):
     d, page = 128, 16
     if not compiled(page, d):
         pytest.skip("no paged decode instance for pages of 16 at D=128")
-    gen = fu.generator(seed)
+    gen = cpu_generator(seed)
     cache, table, seqlens, _ = build([100, 100], 8, d, page, False, gen)
     table[0, 1] = 10**6
     q = torch.randn((2, 1, 8, d), generator=gen).to(torch.bfloat16).cuda()
@@ -138,7 +143,7 @@ def test_invalid_table_gives_nan_rows(seed):
 
 def test_append_bytes(seed):
     d, page = 128, 16
-    gen = fu.generator(seed)
+    gen = cpu_generator(seed)
     cache = PagedKVCache(4, page, 2, d, k_descale=[0.01, 0.02], v_descale=[0.005, 0.004])
     cache.k_pages.view(torch.uint8).fill_(0x55)
     table = torch.tensor([[3, 0]], dtype=torch.int32, device="cuda")
@@ -158,7 +163,7 @@ def test_cuda_graph_replay(seed):
     d, page = 128, 64
     if not compiled(page, d):
         pytest.skip("no paged decode instance for pages of 64 at D=128")
-    gen = fu.generator(seed)
+    gen = cpu_generator(seed)
     cache, table, seqlens, _ = build([500, 70], 8, d, page, True, gen)
     q = torch.randn((2, 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
     out = torch.empty_like(q)
