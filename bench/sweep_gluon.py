@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, BLOCK_N, WG_M = 128, 128, 64
-SWITCH_DEFAULTS = {"NUM_STAGES": 2, "KEY_PERMUTED": 0, "SUM_ON_TC": 0}
+SWITCH_DEFAULTS = {"NUM_STAGES": 2, "KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0}
 
 
 def load_variant(spec):
@@ -105,11 +105,15 @@ class Problem:
         persistent = "batch" in kernel.arg_names
         grid = (min(self.programs, self.sms),) if persistent else (self.programs,)
         extra = {"batch": p["batch"]} if persistent else {}
-        kernel[grid](*descs, self.lse, self.qd, self.kd, self.vd, 0, 0, 0, 0, 0, 0,
-                          1 / math.sqrt(p["head_dim"]), p["seqlen_q"], p["seqlen_k"], p["heads_q"],
-                          p["heads_q"] // p["heads_kv"], 1, **extra, HEAD_DIM=p["head_dim"], BLOCK_M=BLOCK_M,
-                          BLOCK_N=BLOCK_N, CAUSAL=self.causal, **constexprs,
-                          num_warps=4)
+        # By keyword: the kernel's parameter list grows (descale strides, windows) and positions would shift.
+        # Per-tensor descales: every descale stride 0; no window, no soft-capping.
+        strides = [n for n in kernel.arg_names if "descale_stride" in n]
+        optional = {n: 0 for n in ("window_left", "window_right", "softcap") if n in kernel.arg_names}
+        kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
+                     **{n: 0 for n in strides}, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
+                     seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
+                     group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra, HEAD_DIM=p["head_dim"],
+                     BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=self.causal, **constexprs, num_warps=4)
 
     def reference(self, head):
         """float64 attention of batch 0, one query head, on the dequantized inputs."""
