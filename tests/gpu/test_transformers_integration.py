@@ -112,6 +112,24 @@ def test_decode_step_matches_sdpa(calls):
     assert rel_err(step.float(), full) < 0.02
 
 
+def test_default_mode_in_prefill_and_decode_steps(calls):
+    """register() without a mode gives fp8_smooth_rotate (the measured default); a decode step in it (one query
+    row, K smoothed over the cached keys) stays as close to SDPA's last-row logits as the prefill does."""
+    fp8attn_hf.register()
+    assert fp8attn_hf._mode == fp8attn_hf.DEFAULT_MODE == "fp8_smooth_rotate"
+    model = tiny_llama()
+    ids = torch.randint(0, 512, (1, 257), device="cuda")
+    want = logits(model, "sdpa", ids)[:, -1]
+    model.set_attn_implementation(NAME)
+    with torch.no_grad():
+        prefix = model(input_ids=ids[:, :-1], use_cache=True)
+        step = model(input_ids=ids[:, -1:], past_key_values=prefix.past_key_values, use_cache=True).logits[:, -1]
+    assert fp8attn_hf.fallback_counts() == {}, fp8attn_hf.fallback_counts()
+    assert (1, 257) in calls, calls  # the decode step reached fp8attn
+    err = rel_err(step.float(), want)
+    assert 0 < err < 0.08, f"decode step in the default mode differs from SDPA by {err:.3g}"
+
+
 def test_unsupported_head_dim_falls_back(calls):
     model = tiny_llama(head_dim=96, heads=4, kv_heads=2)
     ids = torch.randint(0, 512, (1, 64), device="cuda")
