@@ -124,7 +124,10 @@ def compile_spec(c: PagedConfig):
 
 
 def check_sass(c, mma_counts):
-    pass  # bound by reading the cache; the decode's small bf16 MMAs are not a throughput path
+    """The decode's products must be FP8 wgmma (QGMMA) on the cache's bytes; an HMMA means Triton widened the
+    operands (the first versions did, and were bound by the widening instructions)."""
+    if c.stage == "decode" and (mma_counts.get("QGMMA", 0) == 0 or mma_counts.get("HMMA", 0) > 0):
+        raise RuntimeError(f"{name_of(c)}: expected QGMMA and no HMMA in SASS ({mma_counts})")
 
 
 def requires(c: PagedConfig):

@@ -37,7 +37,8 @@ def paged_append_kernel(
     descale_stride_page, descale_stride_head,
     HEAD_DIM: tl.constexpr, PAGE: tl.constexpr,
 ):
-    """Writes new_tokens bf16 K/V rows per sequence into their pages as e4m3: token t of sequence b goes to
+    """Writes new_tokens bf16 K/V rows per sequence into their pages as e4m3 (K token-major, V transposed inside
+    the page): token t of sequence b goes to
     position Positions[b] + t, i.e. page BlockTable[b, pos // PAGE], slot pos % PAGE, quantized with that page's
     (kv head's) descale: x / descale saturated to +-448. One program per (sequence, token, kv head). A position
     outside the block table or a table entry outside [0, num_pages) writes nothing (the table is not read past
@@ -55,6 +56,9 @@ def paged_append_kernel(
     slot = pos % PAGE
     offs_d = tl.arange(0, HEAD_DIM)
     dst = ((page * PAGE + slot) * heads_kv + h) * HEAD_DIM + offs_d
+    # V^T inside the page: [heads_kv, HEAD_DIM, PAGE], so a (page, kv head) slice is one contiguous block with the
+    # tokens innermost, the K-major operand the FP8 P.V MMA needs.
+    dst_v = ((page * heads_kv + h) * HEAD_DIM + offs_d) * PAGE + slot
     dsc = page * descale_stride_page + h * descale_stride_head
     for which in tl.static_range(2):
         if which == 0:
@@ -66,7 +70,84 @@ def paged_append_kernel(
             x = tl.load(V + b.to(tl.int64) * stride_vb + t * stride_vs + h * stride_vh + offs_d).to(tl.float32)
             z = x / tl.load(VDescale + dsc)
             z = tl.where(z == z, tl.minimum(tl.maximum(z, -_E4M3_MAX), _E4M3_MAX), z)
-            tl.store(VPages + dst, z.to(tl.float8e4nv), mask=(offs_d < HEAD_DIM) & ok)
+            tl.store(VPages + dst_v, z.to(tl.float8e4nv), mask=(offs_d < HEAD_DIM) & ok)
+
+
+@triton.jit
+def _two_e4m3_terms(x):
+    """x (float32, |x| <= 448) as hi + lo, both e4m3: hi = x rounded, lo = the remainder rounded. hi + lo holds x
+    to about 8 significant bits (bf16's precision) where lo is a normal e4m3 value (|x| >= 0.25)."""
+    hi = x.to(tl.float8e4nv)
+    lo = (x - hi.to(tl.float32)).to(tl.float8e4nv)
+    return hi, lo
+
+
+@triton.jit
+def _decode_block(start, key_hi, limit, qt_hi, qt_lo, row_scale, m_i, l_i, acc, bad_pages,
+                  KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
+                  descale_stride_page, descale_stride_head,
+                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr):
+    """One iteration: BLOCK_N keys from NP pages of SUB tokens (several whole small pages, or a part of one large
+    page; every iteration starts on a multiple of BLOCK_N: the host rounds a split's pages to whole iterations).
+    Transposed products, so that the keys are the MMA's M dimension (64 per warpgroup) and the few query rows its
+    N dimension: S^T = K Q^T, O^T += V^T P^T. Both are FP8 MMAs on the cache's bytes as they are. MASKED: the
+    block reaches past key_hi (the tail of a split or sequence): keys past it are not loaded at all (a
+    NaN-poisoned free slot never reaches a register); otherwise every key is live and the loads are unmasked."""
+    NP: tl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
+    SUB: tl.constexpr = BLOCK_N // NP
+    offs_p = tl.arange(0, NP)
+    offs_t = tl.arange(0, SUB)
+    offs_d = tl.arange(0, HEAD_DIM)
+    key = start + tl.arange(0, BLOCK_N)
+    first_page = start // PAGE
+    if PAGE > BLOCK_N:
+        in_page = tl.multiple_of(start % PAGE, BLOCK_N) + offs_t  # inside one page
+    else:
+        in_page = offs_t  # whole pages
+    if MASKED:
+        live_pt = (start + offs_p[:, None] * SUB + offs_t[None, :]) < key_hi  # [NP, SUB]
+        page_live = (first_page + offs_p) * PAGE < key_hi
+        page = tl.load(table_row + first_page + offs_p, mask=page_live, other=0)
+    else:
+        page_live = offs_p >= 0
+        page = tl.load(table_row + first_page + offs_p)
+    bad_pages = bad_pages | (page_live & ((page < 0) | (page >= num_pages))).to(tl.int32)
+    page = tl.minimum(tl.maximum(page, 0), num_pages - 1).to(tl.int64)
+    k_base = page * (PAGE * heads_kv * HEAD_DIM) + hk * HEAD_DIM  # [NP]
+    k_ptr = KPages + k_base[:, None, None] + (in_page * (heads_kv * HEAD_DIM))[None, :, None] + offs_d[None, None, :]
+    v_base = (page * heads_kv + hk) * (HEAD_DIM * PAGE)  # [NP]
+    v_ptr = VPages + v_base[None, :, None] + (offs_d * PAGE)[:, None, None] + in_page[None, None, :]
+    dsc = page * descale_stride_page + hk * descale_stride_head  # [NP]
+    if MASKED:
+        k = tl.load(k_ptr, mask=live_pt[:, :, None], other=0.0)
+        vt = tl.load(v_ptr, mask=live_pt[None, :, :], other=0.0)
+        kd = tl.load(KDescale + dsc, mask=page_live, other=0.0)
+        vd = tl.load(VDescale + dsc, mask=page_live, other=0.0)
+    else:
+        k = tl.load(k_ptr)
+        vt = tl.load(v_ptr)
+        kd = tl.load(KDescale + dsc)
+        vd = tl.load(VDescale + dsc)
+    k = tl.reshape(k, (BLOCK_N, HEAD_DIM))
+    vt = tl.reshape(vt, (HEAD_DIM, BLOCK_N))
+    kd = tl.reshape(tl.broadcast_to(kd[:, None], (NP, SUB)), (BLOCK_N,))
+    vd = tl.reshape(tl.broadcast_to(vd[:, None], (NP, SUB)), (BLOCK_N,))
+    st = tl.dot(k, qt_lo, tl.dot(k, qt_hi))  # [BLOCK_N, ROWS]
+    st = st * kd[:, None] * row_scale[None, :]
+    visible = key[:, None] < limit[None, :]
+    if MASKED:
+        visible = visible & (key < key_hi)[:, None]
+    st = tl.where(visible, st, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(st, 0))
+    alpha = tl.math.exp2(m_i - m_new)
+    prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
+    l_i = l_i * alpha + tl.sum(prob, 0)
+    # P^T times each key's v descale relative to the block's largest, times 448, as two e4m3 terms.
+    vd_max = tl.max(vd, 0)
+    vd_max = tl.where(vd_max > 0, vd_max, 1.0)
+    p_hi, p_lo = _two_e4m3_terms(prob * (vd * (_E4M3_MAX / vd_max))[:, None])
+    acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)
+    return m_new, l_i, acc, bad_pages
 
 
 @triton.jit
@@ -82,13 +163,10 @@ def paged_decode_kernel(
     exceeds its block table (max_pages * PAGE) or whose table names a page outside [0, num_pages) gets NaN in
     its output rows: the kernel never reads outside the cache or the table.
 
-    Each iteration takes BLOCK_N keys, gathered row by row from their pages (BLOCK_N / PAGE pages of 16 tokens,
-    or a part of one large page), so small pages cost no more iterations than large ones. Keys past the split or
-    the sequence are not loaded at all (masked loads fill zeros): a NaN-poisoned free slot never reaches a
-    register. Q.K^T: bf16 q times e4m3 k widened to bf16, both exact, float32 sums; each key's k descale scales
-    its score column. P.V: P times each key's v descale, rounded to bf16 (8 bits, finer than the prefill
-    kernel's e4m3 P), times V widened to bf16. Neither operand is widened to float32 in shared memory (the first
-    version did, and spent its time there: 1.0 TB/s)."""
+    q enters the MMA as two e4m3 terms per row (q * 448 / max|q_row| = hi + lo: bf16-like precision), P likewise;
+    K and V^T are the cache's bytes, never widened (the first versions widened them to bf16 or float32 in
+    registers and were bound by those instructions). Whole blocks run unmasked; the block that reaches past the
+    split's or the sequence's end runs masked, once."""
     pid = tl.program_id(0)
     split = pid % num_splits
     rest = pid // num_splits
@@ -106,54 +184,50 @@ def paged_decode_kernel(
     head = hk * group + offs_r % group
     row_ok = offs_r < q_len * group
     q = tl.load(Q + b.to(tl.int64) * stride_qb + tok[:, None].to(tl.int64) * stride_qs + head[:, None] * stride_qh +
-                offs_d[None, :], mask=row_ok[:, None], other=0.0)
+                offs_d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+    # Each row scaled to e4m3's range by its own factor (a zero row keeps 1; a NaN row stays NaN).
+    q_amax = tl.max(tl.abs(q), 1)
+    q_scale = tl.where(q_amax > 0, _E4M3_MAX / q_amax, 1.0)
+    q_hi, q_lo = _two_e4m3_terms(q * q_scale[:, None])
+    qt_hi = tl.trans(q_hi)
+    qt_lo = tl.trans(q_lo)
+    row_scale = softmax_scale * _LOG2E / q_scale
     # Keys query token t may see: those before seqlen - q_len + t + 1 (causal among the new tokens).
     limit = seqlen - q_len + tok + 1
     m_i = tl.full([ROWS], _NEG_BIG, tl.float32)
     l_i = tl.zeros([ROWS], tl.float32)
-    acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
-    qk_scale = softmax_scale * _LOG2E
+    acc = tl.zeros([HEAD_DIM, ROWS], tl.float32)  # O^T
     n_pages = tl.cdiv(seqlen, PAGE)
     # The splits cover num_splits * pages_per_split pages (planned from the host's max_seqlen): a longer sequence
     # would lose its last pages silently; it gets NaN rows instead.
     bad = bad | (n_pages > num_splits * pages_per_split)
     key_lo = split * pages_per_split * PAGE
     key_hi = tl.minimum(key_lo + pages_per_split * PAGE, seqlen)
-    offs_n = tl.arange(0, BLOCK_N)
     table_row = BlockTable + b.to(tl.int64) * max_pages
-    bad_pages = tl.zeros([BLOCK_N], tl.int32)
-    for start in tl.range(key_lo, key_hi, BLOCK_N):
-        key = start + offs_n
-        live = key < key_hi
-        page = tl.load(table_row + key // PAGE, mask=live, other=0)
-        bad_pages = bad_pages | (live & ((page < 0) | (page >= num_pages))).to(tl.int32)
-        page = tl.minimum(tl.maximum(page, 0), num_pages - 1).to(tl.int64)
-        rows = ((page * PAGE + key % PAGE) * heads_kv + hk) * HEAD_DIM
-        k = tl.load(KPages + rows[:, None] + offs_d[None, :], mask=live[:, None], other=0.0)
-        v = tl.load(VPages + rows[:, None] + offs_d[None, :], mask=live[:, None], other=0.0)
-        dsc = page * descale_stride_page + hk * descale_stride_head
-        kd = tl.load(KDescale + dsc, mask=live, other=0.0)
-        vd = tl.load(VDescale + dsc, mask=live, other=0.0)
-        s = tl.dot(q, tl.trans(k.to(tl.bfloat16))) * (qk_scale * kd)[None, :]
-        visible = (key[None, :] < limit[:, None]) & live[None, :]
-        s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        prob = tl.where(visible, tl.math.exp2(s - m_new[:, None]), 0.0)
-        l_i = l_i * alpha + tl.sum(prob, 1)
-        acc = acc * alpha[:, None] + tl.dot((prob * vd[None, :]).to(tl.bfloat16), v.to(tl.bfloat16))
-        m_i = m_new
+    NP: tl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
+    bad_pages = tl.zeros([NP], tl.int32)
+    full_end = key_lo + tl.maximum(key_hi - key_lo, 0) // BLOCK_N * BLOCK_N
+    for start in tl.range(key_lo, full_end, BLOCK_N):
+        m_i, l_i, acc, bad_pages = _decode_block(
+            start, key_hi, limit, qt_hi, qt_lo, row_scale, m_i, l_i, acc, bad_pages, KPages, VPages, KDescale,
+            VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
+            HEAD_DIM, PAGE, BLOCK_N, False)
+    if full_end < key_hi:
+        m_i, l_i, acc, bad_pages = _decode_block(
+            full_end, key_hi, limit, qt_hi, qt_lo, row_scale, m_i, l_i, acc, bad_pages, KPages, VPages, KDescale,
+            VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
+            HEAD_DIM, PAGE, BLOCK_N, True)
     bad = bad | (tl.max(bad_pages, 0) != 0)
     # An invalid table or length poisons the whole split (and so the combined rows): NaN, never garbage.
     l_i = tl.where(bad, float("nan"), l_i)
     if num_splits == 1:
-        out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
-        tl.store(O + b.to(tl.int64) * stride_ob + tok[:, None].to(tl.int64) * stride_os + head[:, None] * stride_oh +
-                 offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
+        out = acc / tl.where(l_i == 0.0, 1.0, l_i)[None, :]
+        tl.store(O + b.to(tl.int64) * stride_ob + tok[None, :].to(tl.int64) * stride_os + head[None, :] * stride_oh +
+                 offs_d[:, None], out.to(O.dtype.element_ty), mask=row_ok[None, :])
     else:
         # Partials: [batch, heads_kv, row_chunks, num_splits, ROWS, HEAD_DIM] and [..., ROWS, 2] (max, sum).
         prow = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
-        tl.store(PartialO + prow[:, None] * HEAD_DIM + offs_d[None, :], acc)
+        tl.store(PartialO + prow[None, :] * HEAD_DIM + offs_d[:, None], acc)
         tl.store(PartialML + prow * 2, m_i)
         tl.store(PartialML + prow * 2 + 1, l_i)
 

@@ -21,14 +21,17 @@ from . import fmha as _fmha
 
 
 class PagedKVCache:
-    """The cache's tensors: k_pages, v_pages e4m3 [num_pages, page_size, heads_kv, head_dim] (zeroed), k_descale,
-    v_descale float32 [1, heads_kv] (static, given) or [num_pages, heads_kv] (per page, the caller's to fill)."""
+    """The cache's tensors: k_pages e4m3 [num_pages, page_size, heads_kv, head_dim] (token-major, as vLLM's key
+    cache), v_pages e4m3 [num_pages, heads_kv, head_dim, page_size] (V transposed inside each page: the FP8 P.V
+    MMA needs the tokens innermost), both zeroed; k_descale, v_descale float32 [1, heads_kv] (static, given) or
+    [num_pages, heads_kv] (per page, the caller's to fill)."""
 
     def __init__(self, num_pages, page_size, heads_kv, head_dim, k_descale=None, v_descale=None, per_page=False,
                  device="cuda"):
         shape = (num_pages, page_size, heads_kv, head_dim)
         self.k_pages = torch.zeros(shape, dtype=torch.float8_e4m3fn, device=device)
-        self.v_pages = torch.zeros(shape, dtype=torch.float8_e4m3fn, device=device)
+        self.v_pages = torch.zeros((num_pages, heads_kv, head_dim, page_size), dtype=torch.float8_e4m3fn,
+                                   device=device)
         rows = num_pages if per_page else 1
         self.k_descale = self._descale(k_descale, rows, heads_kv, device)
         self.v_descale = self._descale(v_descale, rows, heads_kv, device)

@@ -497,19 +497,26 @@ char const* fmha_fwd_quantized(nb::handle q_obj, nb::handle k_obj, nb::handle v_
   return op.kernel_name();
 }
 
-/// The cache tensors: pages e4m3 [num_pages, page_size, heads_kv, head_dim] contiguous, descales float32
+/// The cache tensors: k_pages e4m3 [num_pages, page_size, heads_kv, head_dim] and v_pages e4m3 [num_pages,
+/// heads_kv, head_dim, page_size] (V transposed inside each page), both contiguous, descales float32
 /// [num_pages, heads_kv] (per page) or [1, heads_kv] (static), block table int32 [batch, max_pages] contiguous.
 fp8attn::paged::PagedCache paged_cache(TensorView const& kp, TensorView const& vp, TensorView const& kd,
                                        TensorView const& vd, TensorView const& table, int device) {
   check_rank("k_pages", kp, 4, "[num_pages, page_size, heads_kv, head_dim]");
-  check_rank("v_pages", vp, 4, "[num_pages, page_size, heads_kv, head_dim]");
+  check_rank("v_pages", vp, 4, "[num_pages, heads_kv, head_dim, page_size]");
   if (kp.device < 0) raise_value_error("k_pages: must be a CUDA tensor, got a CPU tensor");
   for (auto [name, view] : {std::pair<char const*, TensorView const*>{"k_pages", &kp}, {"v_pages", &vp}}) {
     check_device(name, *view, device, "q");
     if (view->dtype != fp8attn_py::kTorchE4M3) raise_value_error(name, ": dtype ", dtype_name(*view), " must be torch.float8_e4m3fn");
+    // v_pages holds the same sizes as k_pages in the order [num_pages, heads_kv, head_dim, page_size].
+    int64_t const want[4] = {kp.shape[0], view == &vp ? kp.shape[2] : kp.shape[1],
+                             view == &vp ? kp.shape[3] : kp.shape[2], view == &vp ? kp.shape[1] : kp.shape[3]};
     int64_t expected = 1;
     for (int i = 3; i >= 0; --i) {
-      if (view->shape[i] != kp.shape[i]) raise_value_error(name, ": shape ", shape_string(*view), " differs from k_pages'");
+      if (view->shape[i] != want[i]) {
+        raise_value_error(name, ": shape ", shape_string(*view), " does not match k_pages' ", shape_string(kp),
+                          view == &vp ? " as [num_pages, heads_kv, head_dim, page_size]" : "");
+      }
       if (view->shape[i] > 1 && view->stride[i] != expected) raise_value_error(name, ": must be contiguous");
       expected *= view->shape[i];
     }

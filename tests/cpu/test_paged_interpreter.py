@@ -49,6 +49,8 @@ class Cache:
         self.kf = decode_e4m3(self.k_bytes) * kd_full
         self.vf = decode_e4m3(self.v_bytes) * vd_full
         self.descale_stride_page = heads_kv if per_page_descale else 0
+        # The cache's V layout: transposed inside each page, [num_pages, heads_kv, head_dim, page].
+        self.v_pages = np.ascontiguousarray(self.v_bytes.transpose(0, 2, 3, 1))
 
     def keys(self, b):
         """(K, V) float64 [seqlen, heads_kv, D] of sequence b, gathered through its block table."""
@@ -95,7 +97,7 @@ def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64):
     os_ = qs
     common = dict(q_len=q_len, heads_q=heads_q, heads_kv=cache.heads_kv, row_chunks=row_chunks, HEAD_DIM=d, ROWS=rows)
     launch(pk.paged_decode_kernel, programs, Q=HostTensor(q_bits, "bfloat16"),
-           KPages=HostTensor(cache.k_bytes, "float8_e4m3fn"), VPages=HostTensor(cache.v_bytes, "float8_e4m3fn"),
+           KPages=HostTensor(cache.k_bytes, "float8_e4m3fn"), VPages=HostTensor(cache.v_pages, "float8_e4m3fn"),
            KDescale=HostTensor(cache.kd, "float32"), VDescale=HostTensor(cache.vd, "float32"),
            BlockTable=HostTensor(cache.block_table, "int32"), Seqlens=HostTensor(cache.seqlens, "int32"),
            O=HostTensor(o, "bfloat16"), PartialO=HostTensor(partial_o, "float32"),
@@ -203,7 +205,7 @@ class Append(unittest.TestCase):
         kd = np.array([[0.01, 0.02]], np.float32)  # static per kv head (stride_page 0)
         vd = np.array([[0.005, 0.004]], np.float32)
         k_pages = np.full((num_pages, page, heads_kv, d), 0x55, np.uint8)
-        v_pages = np.full((num_pages, page, heads_kv, d), 0x55, np.uint8)
+        v_pages = np.full((num_pages, heads_kv, d, page), 0x55, np.uint8)  # V^T inside each page
         ks = (new * heads_kv * d, heads_kv * d, d)
         launch(pk.paged_append_kernel, batch * new * heads_kv, K=HostTensor(k_bits, "bfloat16"),
                V=HostTensor(v_bits, "bfloat16"), KPages=HostTensor(k_pages, "float8_e4m3fn"),
@@ -221,7 +223,7 @@ class Append(unittest.TestCase):
                 pos = positions[b] + t
                 p, slot = block_table[b, pos // page], pos % page
                 want_k[p, slot] = encode_e4m3(kf[b, t] / kd[0][:, None])
-                want_v[p, slot] = encode_e4m3(vf[b, t] / vd[0][:, None])
+                want_v[p, :, :, slot] = encode_e4m3(vf[b, t] / vd[0][:, None])
         self.assertTrue(np.array_equal(k_pages, want_k), "K bytes (or a slot written that should not be)")
         self.assertTrue(np.array_equal(v_pages, want_v), "V bytes")
         self.assertEqual(int((decode_e4m3(k_pages[1, :1]) != 0).sum() > 0), 1, "the page crossing was written")

@@ -68,7 +68,7 @@ def build(seqlens, heads_kv, head_dim, page, per_page, gen):
         pages = table[b].cpu()[pos // page].long()
         slots = pos % page
         kq = cache.k_pages[pages, slots].double().cpu()
-        vq = cache.v_pages[pages, slots].double().cpu()
+        vq = cache.v_pages[pages, :, :, slots].double().cpu()  # V^T inside each page
         dk = cache.k_descale[pages if per_page else torch.zeros_like(pages)].double().cpu()[:, :, None]
         dv = cache.v_descale[pages if per_page else torch.zeros_like(pages)].double().cpu()[:, :, None]
         kv[b] = (kq * dk, vq * dv)
@@ -155,6 +155,11 @@ def test_append_bytes(seed):
     want = want.to(torch.float8_e4m3fn)
     got = torch.stack([cache.k_pages[3, 15], cache.k_pages[0, 0], cache.k_pages[0, 1]])
     assert torch.equal(got.view(torch.uint8), want[0].view(torch.uint8))
+    # V goes transposed inside the page: [page, kv head, d, slot].
+    want_v = (v.float() / torch.tensor([0.005, 0.004], device="cuda")[None, None, :, None]).clamp(-448, 448)
+    want_v = want_v.to(torch.float8_e4m3fn)
+    got_v = torch.stack([cache.v_pages[3, :, :, 15], cache.v_pages[0, :, :, 0], cache.v_pages[0, :, :, 1]])
+    assert torch.equal(got_v.view(torch.uint8), want_v[0].view(torch.uint8))
     untouched = cache.k_pages[1:3].view(torch.uint8)
     assert (untouched == 0x55).all()
 

@@ -163,9 +163,12 @@ bool PagedProfiler::profile(ProblemSpec const& spec, StreamHandle stream, Report
             int64_t const n = S - T + t + 1;
             if (n <= 0) continue;
             uint16_t const* qrow = hq.data() + ((b * T + t) * Hq + h) * D;
+            // K token-major [page][slot][kv head][d]; V transposed inside the page [page][kv head][d][slot].
             auto kv = [&](std::vector<uint8_t> const& pages, int64_t key, int64_t d) {
               int64_t const pg = host_table[static_cast<size_t>(b * pages_per_seq + key / page)];
-              return e4m3_value(pages[static_cast<size_t>(((pg * page + key % page) * Hkv + hk_) * D + d)]) * kd;
+              int64_t const at = &pages == &hv ? ((pg * Hkv + hk_) * D + d) * page + key % page
+                                               : ((pg * page + key % page) * Hkv + hk_) * D + d;
+              return e4m3_value(pages[static_cast<size_t>(at)]) * kd;
             };
             double m = -INFINITY;
             for (int64_t j = 0; j < n; ++j) {

@@ -22,7 +22,7 @@ namespace fp8attn::paged {
 
 struct PagedCache {
   void* k_pages = nullptr;  ///< e4m3 [num_pages, page_size, heads_kv, head_dim]
-  void* v_pages = nullptr;  ///< e4m3 [num_pages, page_size, heads_kv, head_dim]
+  void* v_pages = nullptr;  ///< e4m3 [num_pages, heads_kv, head_dim, page_size]: V transposed inside each page
   float const* k_descale = nullptr;  ///< element (page, kv head) at page * descale_stride_page + head * descale_stride_head
   float const* v_descale = nullptr;
   int64_t descale_stride_page = 0;   ///< 0: one descale per kv head for every page (static)
