@@ -29,6 +29,7 @@ CASES = [
     ("b32_s32k_page16", 32, 32768, 32, 8, 1, 16),
     ("b32_s32k_q4", 32, 32768, 32, 8, 4, 64),
     ("b32_s32k_mqa", 32, 32768, 32, 1, 1, 64),
+    ("b8_s128k_window4k", 8, 131072, 32, 8, 1, 64, 4095),  # sliding window: only the window's bytes count
 ]
 HEAD_DIM = 128
 TARGETS = {"b32_s32k": 4.2, "b8_s128k": 4.2, "b128_s4k": 4.2, "b1_s128k": 3.5}
@@ -41,7 +42,8 @@ def run_case(case, args):
 
     from fp8attn.paged import PagedKVCache, decode, decode_with_name
 
-    name, batch, context, heads_q, heads_kv, q_len, page = case
+    name, batch, context, heads_q, heads_kv, q_len, page = case[:7]
+    window = case[7] if len(case) > 7 else -1
     gen = torch.Generator(device="cuda").manual_seed(0)
     pages_per_seq = context // page
     num_pages = batch * pages_per_seq
@@ -55,11 +57,12 @@ def run_case(case, args):
     q = torch.randn((batch, q_len, heads_q, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
     out = torch.empty_like(q)
     rec = {"case": name}
-    fp8_bytes = 2 * batch * context * heads_kv * HEAD_DIM
-    ms = bvc.time_cuda(lambda: decode(q, cache, table, seqlens, context, out=out), args)
+    read = context if window < 0 else min(context, window + q_len)
+    fp8_bytes = 2 * batch * read * heads_kv * HEAD_DIM
+    ms = bvc.time_cuda(lambda: decode(q, cache, table, seqlens, context, out=out, window_left=window), args)
     rec["fp8attn-paged-fp8"] = fp8_bytes / (ms * 1e-3) / 1e12
     rec["fp8attn_ms"] = ms
-    rec["fp8attn_kernel"] = short(decode_with_name(q, cache, table, seqlens, context, out=out)[1])
+    rec["fp8attn_kernel"] = short(decode_with_name(q, cache, table, seqlens, context, out=out, window_left=window)[1])
     if args.instances:
         # Every compiled decode instance for this page size and head dim whose rows hold the case's rows, at each
         # split count asked for: columns "<instance>@s<splits>" (s0: automatic).
@@ -68,7 +71,8 @@ def run_case(case, args):
         for name in decode_instances(page, HEAD_DIM, rows_needed):
             for splits in args.splits:
                 def call(name=name, splits=splits):
-                    return decode(q, cache, table, seqlens, context, out=out, kernel_name=name, num_splits=splits)
+                    return decode(q, cache, table, seqlens, context, out=out, kernel_name=name, num_splits=splits,
+                                  window_left=window)
                 call()
                 torch.cuda.synchronize()
                 if not torch.allclose(out.float(), ref.float(), rtol=2e-2, atol=2e-2):
@@ -79,7 +83,7 @@ def run_case(case, args):
     cache = None  # frees the pages before the BF16 cache is allocated
     torch.cuda.empty_cache()
     # BF16 on a contiguous cache [B, H_kv, S, D] (what SDPA reads), the same shapes.
-    if not args.no_sdpa:
+    if not args.no_sdpa and window < 0:  # SDPA has no sliding window without a mask tensor
         k = torch.randn((batch, heads_kv, context, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
         v = torch.randn((batch, heads_kv, context, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
         qh = q.transpose(1, 2)

@@ -79,7 +79,7 @@ DECODE_PARAMS = [
     Param("row_chunks", "i32"),
     Param("stride_qb", "i64", True), Param("stride_qs", "i64", True), Param("stride_qh", "i64", True),
     Param("stride_ob", "i64", True), Param("stride_os", "i64", True), Param("stride_oh", "i64", True),
-] + _DESCALE_STRIDES
+] + _DESCALE_STRIDES + [Param("window_left", "i32"), Param("softcap", "f32")]
 
 COMBINE_PARAMS = [
     Param("PartialO", "ptr", True), Param("PartialML", "ptr", True), Param("O", "ptr", True),

@@ -43,6 +43,7 @@ import triton
 import triton.language as tl
 
 from common import numerics
+from common.softcap import softcap as _softcap
 
 # The constants live in common/numerics.py, shared with the tests' emulation (why each value: see there).
 LOG2E = tl.constexpr(numerics.LOG2E)
@@ -62,15 +63,6 @@ def _mask_tile(qk, start_n, offs_m, offs_n, lo_off, hi_off, seqlen_k):
     col_limit = tl.minimum(offs_m + hi_off + 1, seqlen_k)
     keep = (cols[None, :] < col_limit[:, None]) & (cols[None, :] >= (offs_m + lo_off)[:, None])
     return tl.where(keep, qk, float("-inf"))
-
-
-@triton.jit
-def _softcap(s, cap):
-    """cap * tanh(s / cap), with tanh(x) = sign(x) (1 - e^-2|x|) / (1 + e^-2|x|) (exact at 0, no overflow)."""
-    x = s / cap
-    e = tl.math.exp2(-2.0 * _LOG2E_C * tl.abs(x))
-    t = (1.0 - e) / (1.0 + e)
-    return cap * tl.where(x < 0, -t, t)
 
 
 @triton.jit

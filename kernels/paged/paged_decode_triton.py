@@ -23,6 +23,7 @@ import triton
 import triton.language as tl
 
 from common.numerics import E4M3_MAX, LOG2E
+from common.softcap import softcap as _softcap
 
 _E4M3_MAX = tl.constexpr(E4M3_MAX)
 _LOG2E = tl.constexpr(LOG2E)
@@ -83,7 +84,7 @@ def _two_e4m3_terms(x):
 
 
 @triton.jit
-def _decode_block(start, key_hi, limit, qt_hi, qt_lo, row_scale, m_i, l_i, acc, bad_pages,
+def _decode_block(start, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages,
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
                   HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr):
@@ -133,8 +134,11 @@ def _decode_block(start, key_hi, limit, qt_hi, qt_lo, row_scale, m_i, l_i, acc, 
     kd = tl.reshape(tl.broadcast_to(kd[:, None], (NP, SUB)), (BLOCK_N,))
     vd = tl.reshape(tl.broadcast_to(vd[:, None], (NP, SUB)), (BLOCK_N,))
     st = tl.dot(k, qt_lo, tl.dot(k, qt_hi))  # [BLOCK_N, ROWS]
+    # Natural-log units (softmax_scale q.k), soft-capped where asked (a select: the capped lane's NaN for
+    # softcap = 0 is never chosen), then log2 units for exp2.
     st = st * kd[:, None] * row_scale[None, :]
-    visible = key[:, None] < limit[None, :]
+    st = tl.where(softcap > 0, _softcap(st, softcap), st) * _LOG2E
+    visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :])
     if MASKED:
         visible = visible & (key < key_hi)[:, None]
     st = tl.where(visible, st, float("-inf"))
@@ -155,7 +159,7 @@ def paged_decode_kernel(
     Q, KPages, VPages, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
     softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
-    descale_stride_page, descale_stride_head,
+    descale_stride_page, descale_stride_head, window_left, softcap,
     HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     """Program (b, kv head, chunk of ROWS rows, split). Row r is query token r // group of query head
@@ -166,7 +170,12 @@ def paged_decode_kernel(
     q enters the MMA as two e4m3 terms per row (q * 448 / max|q_row| = hi + lo: bf16-like precision), P likewise;
     K and V^T are the cache's bytes, never widened (the first versions widened them to bf16 or float32 in
     registers and were bound by those instructions). Whole blocks run unmasked; the block that reaches past the
-    split's or the sequence's end runs masked, once."""
+    split's or the sequence's end runs masked, once.
+
+    window_left >= 0: query token t (at position p = seqlen - q_len + t) sees keys p - window_left <= j <= p
+    (sliding-window attention; the right side is causal). The splits then cover only the keys some row can see:
+    from the iteration holding seqlen - q_len - window_left on; blocks before it are never loaded. softcap > 0:
+    scores s become softcap * tanh(s / softcap) (Gemma 2)."""
     pid = tl.program_id(0)
     split = pid % num_splits
     rest = pid // num_splits
@@ -191,17 +200,23 @@ def paged_decode_kernel(
     q_hi, q_lo = _two_e4m3_terms(q * q_scale[:, None])
     qt_hi = tl.trans(q_hi)
     qt_lo = tl.trans(q_lo)
-    row_scale = softmax_scale * _LOG2E / q_scale
-    # Keys query token t may see: those before seqlen - q_len + t + 1 (causal among the new tokens).
+    row_scale = softmax_scale / q_scale
+    # Keys query token t may see: those before seqlen - q_len + t + 1 (causal among the new tokens), and with a
+    # window, none before seqlen - q_len + t - window_left.
     limit = seqlen - q_len + tok + 1
+    if window_left >= 0:
+        low = limit - 1 - window_left
+        win_lo = tl.maximum(seqlen - q_len - window_left, 0) // BLOCK_N * BLOCK_N
+    else:
+        low = tl.zeros_like(limit) - 1
+        win_lo = seqlen * 0
     m_i = tl.full([ROWS], _NEG_BIG, tl.float32)
     l_i = tl.zeros([ROWS], tl.float32)
     acc = tl.zeros([HEAD_DIM, ROWS], tl.float32)  # O^T
-    n_pages = tl.cdiv(seqlen, PAGE)
-    # The splits cover num_splits * pages_per_split pages (planned from the host's max_seqlen): a longer sequence
-    # would lose its last pages silently; it gets NaN rows instead.
-    bad = bad | (n_pages > num_splits * pages_per_split)
-    key_lo = split * pages_per_split * PAGE
+    # The splits cover num_splits * pages_per_split pages from win_lo on (planned from the host's max_seqlen and
+    # window): a longer sequence would lose its last pages silently; it gets NaN rows instead.
+    bad = bad | ((seqlen - win_lo).to(tl.int64) > num_splits.to(tl.int64) * pages_per_split * PAGE)
+    key_lo = win_lo + split * pages_per_split * PAGE
     key_hi = tl.minimum(key_lo + pages_per_split * PAGE, seqlen)
     table_row = BlockTable + b.to(tl.int64) * max_pages
     NP: tl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
@@ -209,12 +224,14 @@ def paged_decode_kernel(
     full_end = key_lo + tl.maximum(key_hi - key_lo, 0) // BLOCK_N * BLOCK_N
     for start in tl.range(key_lo, full_end, BLOCK_N):
         m_i, l_i, acc, bad_pages = _decode_block(
-            start, key_hi, limit, qt_hi, qt_lo, row_scale, m_i, l_i, acc, bad_pages, KPages, VPages, KDescale,
+            start, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages, KPages, VPages,
+            KDescale,
             VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
             HEAD_DIM, PAGE, BLOCK_N, False)
     if full_end < key_hi:
         m_i, l_i, acc, bad_pages = _decode_block(
-            full_end, key_hi, limit, qt_hi, qt_lo, row_scale, m_i, l_i, acc, bad_pages, KPages, VPages, KDescale,
+            full_end, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages, KPages, VPages,
+            KDescale,
             VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
             HEAD_DIM, PAGE, BLOCK_N, True)
     bad = bad | (tl.max(bad_pages, 0) != 0)

@@ -63,17 +63,21 @@ def append(cache, k, v, block_table, positions):
                           positions, stream)
 
 
-def decode(q, cache, block_table, seqlens, max_seqlen, *, softmax_scale=None, num_splits=0, out=None, kernel_name=""):
+def decode(q, cache, block_table, seqlens, max_seqlen, *, softmax_scale=None, num_splits=0, out=None, kernel_name="",
+           window_left=-1, softcap=0.0):
     """O [batch, q_len, heads_q, head_dim] bf16 for q bf16 [batch, q_len, heads_q, head_dim] over the cache: query
     token t of sequence b sees the keys before seqlens[b] - q_len + t + 1. max_seqlen: a host-side bound on
     seqlens (plans the split-KV; must fit the block table). num_splits: 0 automatic. kernel_name: force a
-    compiled decode instance (fp8attn.list_operations()), e.g. to compare them; empty: the heuristic's pick."""
+    compiled decode instance (fp8attn.list_operations()), e.g. to compare them; empty: the heuristic's pick.
+    window_left >= 0: sliding window, token t (at position p = seqlens[b] - q_len + t) sees keys p - window_left
+    .. p (-1: unlimited). softcap > 0: scores s become softcap * tanh(s / softcap)."""
     return decode_with_name(q, cache, block_table, seqlens, max_seqlen, softmax_scale=softmax_scale,
-                            num_splits=num_splits, out=out, kernel_name=kernel_name)[0]
+                            num_splits=num_splits, out=out, kernel_name=kernel_name, window_left=window_left,
+                            softcap=softcap)[0]
 
 
 def decode_with_name(q, cache, block_table, seqlens, max_seqlen, *, softmax_scale=None, num_splits=0, out=None,
-                     kernel_name=""):
+                     kernel_name="", window_left=-1, softcap=0.0):
     """decode(), returning (O, the name of the decode instance that ran)."""
     if out is None:
         out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
@@ -81,5 +85,6 @@ def decode_with_name(q, cache, block_table, seqlens, max_seqlen, *, softmax_scal
     with guard:
         name = _ext.paged_decode(q, out, cache.k_pages, cache.v_pages, cache.k_descale, cache.v_descale, block_table,
                                  seqlens, int(max_seqlen), float(softmax_scale or 0.0), int(num_splits), stream,
-                                 _fmha._workspace_alloc, _fmha._workspace_free, kernel_name)
+                                 _fmha._workspace_alloc, _fmha._workspace_free, kernel_name, int(window_left),
+                                 float(softcap))
     return out, name

@@ -559,7 +559,7 @@ fp8attn::paged::PagedCache paged_cache(TensorView const& kp, TensorView const& v
 char const* paged_decode(nb::handle q_obj, nb::handle out_obj, nb::handle kp, nb::handle vp, nb::handle kd,
                          nb::handle vd, nb::handle table_obj, nb::handle seqlens_obj, int max_seqlen,
                          float softmax_scale, int num_splits, uintptr_t stream_handle, nb::handle allocate,
-                         nb::handle release, std::string const& kernel_name) {
+                         nb::handle release, std::string const& kernel_name, int window_left, float softcap) {
   TensorView q = read("q", q_obj), out = read("out", out_obj), table = read("block_table", table_obj);
   TensorView seqlens = read("seqlens", seqlens_obj);
   check_rank("q", q, 4, "[batch, q_len, heads_q, head_dim]");
@@ -593,6 +593,8 @@ char const* paged_decode(nb::handle q_obj, nb::handle out_obj, nb::handle kp, nb
   a.softmax_scale = softmax_scale;
   a.num_splits = num_splits;
   a.kernel_name = kernel_name;
+  a.window_left = window_left;
+  a.softcap = softcap;
   using fp8attn::paged::device::PagedDecode;
   if (Status s = PagedDecode::can_implement(a); !s) raise_status(s);
   PagedDecode op;
@@ -725,7 +727,7 @@ NB_MODULE(_fp8attn_ext, m) {
   m.attr("QUANTIZE_BLOCK_TOKENS") = fp8attn::quant::kQuantizeBlockTokens;
   m.def("paged_decode", &paged_decode, "q"_a, "out"_a, "k_pages"_a, "v_pages"_a, "k_descale"_a, "v_descale"_a,
         "block_table"_a, "seqlens"_a, "max_seqlen"_a, "softmax_scale"_a, "num_splits"_a, "stream"_a, "allocate"_a,
-        "release"_a, "kernel_name"_a = "",
+        "release"_a, "kernel_name"_a = "", "window_left"_a = -1, "softcap"_a = 0.0f,
         "Decode attention over a paged FP8 KV cache (fp8attn.paged.decode is the Python API). Returns the decode "
         "instance's name.");
   m.def("paged_append", &paged_append, "k"_a, "v"_a, "k_pages"_a, "v_pages"_a, "k_descale"_a, "v_descale"_a,

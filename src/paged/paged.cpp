@@ -107,6 +107,10 @@ Status validate(PagedDecodeArguments const& a) {
                    num(int64_t{a.cache.max_pages} * a.cache.page_size) + "]");
   }
   if (a.num_splits < 0) return invalid("num_splits=" + num(a.num_splits) + " must be >= 0 (0: automatic)");
+  if (a.window_left < -1) return invalid("window_left=" + num(a.window_left) + " must be >= 0, or -1 for unlimited");
+  if (!(a.softcap >= 0.0f) || a.softcap > 3.0e38f) {
+    return invalid("softcap=" + std::to_string(a.softcap) + " must be finite and >= 0 (0: none)");
+  }
   if (!(a.softmax_scale >= 0.0f) || a.softmax_scale > 3.0e38f) {
     return invalid("softmax_scale=" + std::to_string(a.softmax_scale) + " must be finite and >= 0");
   }
@@ -147,13 +151,24 @@ Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
 
 int64_t row_chunks(PagedDecodeArguments const& a, int rows) { return (rows_of(a) + rows - 1) / rows; }
 
+/// The keys the splits must cover per sequence: all of max_seqlen, or with a window the keys some row can see
+/// plus the kernel's alignment of the window's start down to a whole iteration (block_n - 1 at most).
+int64_t planned_keys(PagedDecodeArguments const& a, int block_n) {
+  if (a.window_left < 0) return a.max_seqlen;
+  return std::min<int64_t>(a.max_seqlen, int64_t{a.window_left} + a.q_len + block_n - 1);
+}
+
+/// No compiled decode iteration is longer than this (splits_of plans before an instance is chosen).
+constexpr int kMaxBlockN = 256;
+
 }  // namespace
 
 namespace device {
 
 int PagedDecode::splits_of(Arguments const& a) {
   if (a.num_splits > 0) return a.num_splits;
-  int64_t const pages = (int64_t{a.max_seqlen} + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
+  int64_t const pages =
+      (planned_keys(a, kMaxBlockN) + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
   int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
                                                     std::max<int64_t>(1, (rows_of(a) + 15) / 16));
   if (programs >= kSplitBelowPrograms) return 1;
@@ -213,7 +228,8 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   int const rows = config(*instances.decode).rows;
   int64_t const chunks = row_chunks(a, rows);
   int const splits = splits_of(a);
-  int64_t const pages = (int64_t{a.max_seqlen} + a.cache.page_size - 1) / a.cache.page_size;
+  int const block_n = config(*instances.decode).block_n;
+  int64_t const pages = (planned_keys(a, block_n) + a.cache.page_size - 1) / a.cache.page_size;
   int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * chunks * splits;
   if (programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 decode programs");
   auto* const partial_o = static_cast<char*>(workspace);
@@ -237,7 +253,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   p.max_pages = a.cache.max_pages;
   // Every split covers the same number of pages of the longest sequence; shorter sequences leave late splits empty.
   // A split starts on a whole iteration of the kernel's BLOCK_N keys (BLOCK_N / page pages when pages are small).
-  int64_t const pages_per_iteration = std::max(1, config(*instances.decode).block_n / a.cache.page_size);
+  int64_t const pages_per_iteration = std::max(1, block_n / a.cache.page_size);
   int64_t const per_split = std::max<int64_t>(1, (pages + splits - 1) / splits);
   p.pages_per_split = static_cast<int32_t>((per_split + pages_per_iteration - 1) / pages_per_iteration *
                                            pages_per_iteration);
@@ -251,6 +267,8 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   p.stride_oh = a.o.stride_h;
   p.descale_stride_page = a.cache.descale_stride_page;
   p.descale_stride_head = a.cache.descale_stride_head;
+  p.window_left = a.window_left;
+  p.softcap = a.softcap;
   p.pack(plan->decode_params);
   plan->decode_launch = runtime::LaunchConfig::for_instance(*instances.decode, static_cast<unsigned>(programs));
   if (splits > 1) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cmath>
 #include <string>
 
 #include "check.h"
@@ -104,6 +105,23 @@ int main() {
                                                     PagedDecode::can_implement(mqa).to_string());
   }
   { auto a = decode(); a.q_len = 9; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "q_len=9", "q_len"); }
+  { auto a = decode(); a.window_left = -2; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "window_left=-2", "window"); }
+  { auto a = decode(); a.softcap = -1.0f; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "softcap=-1", "softcap"); }
+  { auto a = decode(); a.softcap = std::nanf(""); expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "softcap=nan", "softcap nan"); }
+  {
+    // A 4k window at 128k: the splits cover the window (4095 + 1 + 255 keys of alignment slack: 68 pages, at least
+    // 4 per split: 17 splits), not the whole context (33).
+    auto a = decode(1);
+    a.max_seqlen = 131072;
+    a.cache.max_pages = 2048;
+    size_t const full = PagedDecode::get_workspace_size(a);
+    a.window_left = 4095;
+    CHECK(PagedDecode::can_implement(a).ok(), PagedDecode::can_implement(a).to_string());
+    CHECK(PagedDecode::splits_of(a) == 17, "splits over the window, got " + std::to_string(PagedDecode::splits_of(a)));
+    CHECK(PagedDecode::get_workspace_size(a) < full, "fewer splits, fewer partials");
+    a.window_left = 0;
+    CHECK(PagedDecode::splits_of(a) == 1, "a window of one key: " + std::to_string(PagedDecode::splits_of(a)));
+  }
   { auto a = decode(); a.heads_q = 12; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "heads_q=12", "gqa"); }
   { auto a = decode(); a.cache.page_size = 32; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "max_seqlen=32768", "table too short for 32-token pages"); }
   {

@@ -61,8 +61,9 @@ class Cache:
         return k, v
 
 
-def reference(q, cache, scale):
-    """float64 decode: q [B, q_len, H_q, D]; query token t of sequence b sees keys < seqlen - q_len + t + 1."""
+def reference(q, cache, scale, window_left=-1, softcap=0.0):
+    """float64 decode: q [B, q_len, H_q, D]; query token t of sequence b sees keys < seqlen - q_len + t + 1 (and,
+    with a window, none before seqlen - q_len + t - window_left); softcap > 0 caps the scores."""
     batch, q_len, heads_q, d = q.shape
     group = heads_q // cache.heads_kv
     out = np.zeros(q.shape)
@@ -73,21 +74,26 @@ def reference(q, cache, scale):
             n = int(cache.seqlens[b]) - q_len + t + 1
             if n <= 0:
                 continue
-            s = np.einsum("hd,shd->hs", q[b, t], k[:n]) * scale
+            lo = max(0, n - 1 - window_left) if window_left >= 0 else 0
+            s = np.einsum("hd,shd->hs", q[b, t], k[lo:n]) * scale
+            if softcap > 0:
+                s = softcap * np.tanh(s / softcap)
             p = np.exp(s - s.max(axis=1, keepdims=True))
-            out[b, t] = np.einsum("hs,shd->hd", p / p.sum(axis=1, keepdims=True), v[:n])
+            out[b, t] = np.einsum("hs,shd->hd", p / p.sum(axis=1, keepdims=True), v[lo:n])
     return out
 
 
-def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64):
-    """As PagedDecode plans it: pages_per_split from the host's max_seqlen (default: the longest sequence), rounded
-    up to whole iterations of block_n keys."""
+def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64, window_left=-1, softcap=0.0):
+    """As PagedDecode plans it: pages_per_split from the keys a row can see (the host's max_seqlen, default the
+    longest sequence, or with a window window_left + q_len + block_n - 1 of them), rounded up to whole iterations
+    of block_n keys."""
     batch, q_len, heads_q, d = q_values.shape
     q_bits = to_bf16_bits(q_values)
     o = np.full(q_values.shape, 0x7FC0, np.uint16)  # bf16 NaN: every row must be written
     max_seqlen = int(cache.seqlens.max()) if max_seqlen is None else max_seqlen
     per_iteration = max(1, block_n // cache.page)
-    pages_per_split = max(1, -(-(-(-max_seqlen // cache.page)) // num_splits))
+    span = max_seqlen if window_left < 0 else min(max_seqlen, window_left + q_values.shape[1] + block_n - 1)
+    pages_per_split = max(1, -(-(-(-span // cache.page)) // num_splits))
     pages_per_split = -(-pages_per_split // per_iteration) * per_iteration
     row_chunks = -(-(q_len * heads_q // cache.heads_kv) // rows)
     programs = batch * cache.heads_kv * row_chunks * num_splits
@@ -105,7 +111,8 @@ def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64):
            num_pages=cache.k_bytes.shape[0], max_pages=cache.max_pages, pages_per_split=pages_per_split,
            num_splits=num_splits,
            stride_qb=qs[0], stride_qs=qs[1], stride_qh=qs[2], stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2],
-           descale_stride_page=cache.descale_stride_page, descale_stride_head=1, PAGE=cache.page, BLOCK_N=block_n,
+           descale_stride_page=cache.descale_stride_page, descale_stride_head=1, window_left=window_left,
+           softcap=softcap, PAGE=cache.page, BLOCK_N=block_n,
            **common)
     if num_splits > 1:
         launch(pk.paged_combine_kernel, batch * cache.heads_kv * row_chunks, PartialO=HostTensor(partial_o, "float32"),
@@ -116,13 +123,14 @@ def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64):
 
 class Decode(unittest.TestCase):
     def check(self, seqlens, heads_q, heads_kv, q_len, page, num_splits, per_page_descale, seed, d=64, rows=None,
-              block_n=64):
+              block_n=64, window_left=-1, softcap=0.0):
         rng = np.random.default_rng(seed)
         cache = Cache(rng, seqlens, heads_kv, d, page, per_page_descale)
         q = rng.standard_normal((len(seqlens), q_len, heads_q, d))
         rows = rows or max(16, 1 << (q_len * heads_q // heads_kv - 1).bit_length())
-        got, q_bits = run_decode(q, cache, num_splits, rows, block_n=block_n)
-        want = reference(from_bf16_bits(q_bits).astype(np.float64), cache, 1 / math.sqrt(d))
+        got, q_bits = run_decode(q, cache, num_splits, rows, block_n=block_n, window_left=window_left,
+                                 softcap=softcap)
+        want = reference(from_bf16_bits(q_bits).astype(np.float64), cache, 1 / math.sqrt(d), window_left, softcap)
         self.assertTrue(np.isfinite(got).all(), "a NaN-poisoned free slot or page reached O (or a row was unwritten)")
         err = np.linalg.norm(got - want) / np.linalg.norm(want)
         # P times the v descale rounds to bf16 (8 bits), O to bf16: well under 1%.
@@ -156,6 +164,23 @@ class Decode(unittest.TestCase):
                    seed=9, block_n=128)
         self.check([300, 64, 65], heads_q=4, heads_kv=2, q_len=1, page=64, num_splits=2, per_page_descale=True,
                    seed=10, block_n=32)
+
+    def test_sliding_window_and_softcap(self):
+        # Windows shorter than a block, across blocks and pages, longer than the sequence; speculative tokens
+        # (each row its own window edge); split-KV over the window only; soft-capping alone and with a window.
+        for i, (window, cap, q_len, splits, page, block_n) in enumerate((
+                (5, 0.0, 1, 1, 16, 64), (100, 0.0, 3, 2, 16, 64), (130, 0.0, 1, 3, 64, 32), (10**6, 0.0, 1, 2, 16, 64),
+                (-1, 2.0, 2, 2, 16, 64), (70, 1.5, 4, 1, 64, 64))):
+            self.check([300, 17, 129], heads_q=4, heads_kv=2, q_len=q_len, page=page, num_splits=splits,
+                       per_page_descale=True, seed=20 + i, block_n=block_n, window_left=window, softcap=cap)
+
+    def test_window_checker_catches_a_missing_window(self):
+        rng = np.random.default_rng(30)
+        cache = Cache(rng, [300], 2, 64, 16, True)
+        q = rng.standard_normal((1, 1, 4, 64))
+        want = reference(from_bf16_bits(to_bf16_bits(q)).astype(np.float64), cache, 1 / 8, window_left=40)
+        got, _ = run_decode(q, cache, 1, 16)  # no window
+        self.assertGreater(np.linalg.norm(got - want) / np.linalg.norm(want), 5e-3)
 
     def test_invalid_tables_and_lengths_give_nan_rows_not_reads_outside(self):
         rng = np.random.default_rng(7)

@@ -75,7 +75,9 @@ def build(seqlens, heads_kv, head_dim, page, per_page, gen):
     return cache, table, torch.tensor(seqlens, dtype=torch.int32, device="cuda"), kv
 
 
-def reference(q, kv, seqlens, scale):
+def reference(q, kv, seqlens, scale, window_left=-1, softcap=0.0):
+    """float64 decode; token t sees keys < seqlen - q_len + t + 1, with a window none before
+    seqlen - q_len + t - window_left; softcap > 0 caps the scores."""
     batch, q_len, heads_q, d = q.shape
     out = torch.zeros(q.shape, dtype=torch.float64)
     for b in range(batch):
@@ -86,8 +88,11 @@ def reference(q, kv, seqlens, scale):
             n = seqlens[b] - q_len + t + 1
             if n <= 0:
                 continue
-            s = torch.einsum("hd,shd->hs", q[b, t].double().cpu(), k[:n]) * scale
-            out[b, t] = torch.einsum("hs,shd->hd", torch.softmax(s, -1), v[:n])
+            lo = max(0, n - 1 - window_left) if window_left >= 0 else 0
+            s = torch.einsum("hd,shd->hs", q[b, t].double().cpu(), k[lo:n]) * scale
+            if softcap > 0:
+                s = softcap * torch.tanh(s / softcap)
+            out[b, t] = torch.einsum("hs,shd->hd", torch.softmax(s, -1), v[lo:n])
     return out
 
 
@@ -204,3 +209,27 @@ def test_errors(seed):
         bad = PagedKVCache(8, 64, 2, 128)
         bad.k_pages = bad.k_pages.to(torch.bfloat16)
         decode(q, bad, table, seqlens, 100)
+
+
+@pytest.mark.parametrize("page", [16, 64])
+def test_sliding_window_and_softcap(page, seed):
+    """Decode with a left window (FlashAttention's convention, causal on the right) and soft-capping against
+    float64, with speculative tokens (each its own window edge) and split-KV over the window only."""
+    d = 128
+    if not compiled(page, d):
+        pytest.skip(f"no paged decode instance for pages of {page} at D={d}")
+    gen = cpu_generator(seed)
+    lengths = [3000, 77, 700]
+    cache, table, seqlens, kv = build(lengths, 2, d, page, True, gen)
+    q = torch.randn((3, 2, 8, d), generator=gen).to(torch.bfloat16).cuda()
+    for window, cap, splits in ((100, 0.0, 0), (1000, 0.0, 3), (-1, 5.0, 2), (300, 5.0, 0)):
+        o = decode(q, cache, table, seqlens, max(lengths), num_splits=splits, window_left=window, softcap=cap)
+        torch.cuda.synchronize()
+        ref = reference(q, kv, lengths, 1 / math.sqrt(d), window_left=window, softcap=cap)
+        assert torch.isfinite(o).all()
+        err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
+        assert err < 5e-3, f"window {window}, softcap {cap}, splits {splits}: relative error {err:.2e}"
+    # The checker sees a window: the unwindowed result is far from the windowed reference.
+    o = decode(q, cache, table, seqlens, max(lengths))
+    ref = reference(q, kv, lengths, 1 / math.sqrt(d), window_left=100)
+    assert ((o.double().cpu() - ref).norm() / ref.norm()).item() > 5e-3

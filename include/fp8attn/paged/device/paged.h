@@ -49,6 +49,10 @@ struct PagedDecodeArguments {
   int max_seqlen = 0;
   float softmax_scale = 0.0f;  ///< 0: 1/sqrt(head_dim)
   int num_splits = 0;          ///< split-KV: 0 picks from batch * heads_kv and max_seqlen; 1 writes O directly
+  /// Sliding window: query token t (at position p = seqlen - q_len + t) sees keys p - window_left <= j <= p; -1
+  /// unlimited. Splits then cover only the keys some row can see; blocks before them are never read.
+  int window_left = -1;
+  float softcap = 0.0f;        ///< > 0: scores s become softcap * tanh(s / softcap) (Gemma 2); 0: none
   std::string kernel_name;     ///< empty: the decode instance for page_size, head_dim and the rows needed
 };
 
