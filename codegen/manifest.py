@@ -87,12 +87,14 @@ def _default_instances():
              _fmha("bf16", 256, 128, 64, 8, 2, True, softcap=True),
              _fmha("e4m3", 128, 128, 128, 8, 3, True, softcap=True),
              _fmha("bf16", 128, 128, 128, 8, 2, True, softcap=True)]
-    # INT8 Q.K^T (issue 7's best accuracy mode: +0.17% perplexity on SmolLM2 by emulation), D=64 (that model)
-    # and 128; not yet measured on the GPU.
-    rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
-    # INT8 Q.K^T on the Gluon kernel (IGMMA for S, per-block descales: one q scalar per warpgroup, k per column),
-    # after the Triton ones until measured (the heuristic takes the first that fits); reads the kperm V^T.
+    # INT8 Q.K^T on the Gluon kernel (IGMMA for S, per-block descales: one q scalar per warpgroup, k per column;
+    # reads the kperm V^T), first at D=128: correct on the H200 (every INT8 instance forced by name against its
+    # operands) while the int8_qk mode through the Triton instance ran at 264 TFLOP/s (D=128, S=8k, quantization
+    # included) against fp8's 772.
     rows += [_gluon(causal, 2, int8=True) for causal in (False, True)]
+    # INT8 Q.K^T on the Triton kernel (issue 7's best accuracy mode: SmolLM2-135M +0.17% / +0.26% perplexity on
+    # the H200), D=64 (that model) and 128 (a caller's sequence-contiguous V^T, which the Gluon one cannot read).
+    rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
     # The V transposes: the pointer kernel (what the FP8 instances use; the TMA variant, 2x slower, is in the
     # extra set now that the gluon instances keep the launcher's CUtensorMap path exercised), then the
     # key-permuted V^T the vkperm gluon instances read (D=128, the gluon kernel's head dim).
@@ -108,17 +110,16 @@ def _default_instances():
     rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, 128, 4, key_permuted=True)]
     # Paged FP8 KV cache (kernels/paged/paged_decode_triton.py): pages of 16 and 64 tokens at D=64 and 128; decode
     # with 16 rows per program (GQA 4:1 with up to 4 new tokens), 32 (MQA 32:1) and 64 (speculative tokens). The
-    # first instance of a row count is the heuristic's pick; the other 16-row ones are candidates that
-    # bench_decode.py --instances measures side by side. The FP8-MMA decode (keys as the MMA's M dimension) is not
-    # yet measured; its predecessor, which widened e4m3 to bf16, measured best with 128 keys, 4 warps, 5 stages
-    # (1.76-1.81 TB/s). Stages: the K/V loads depend on a block-table load in the same iteration, and Triton's
-    # pipeliner splits the stages between the two levels of loads: 3 stages give one K/V buffer, 5 two, 7 three.
+    # first instance of a row count is the heuristic's pick. Measured on the H200 (bench_decode.py --instances,
+    # D=128, GQA 32/8, pages of 64): 128 keys per iteration, 4 warps, 5 stages 2.28-3.05 TB/s; 64 keys 1.88-2.62;
+    # 8 warps 1.47-2.00; 3 stages 1.56-2.15; 32 rows 1.39-1.60; 64 rows 0.75-0.81. Stages: the K/V loads depend on
+    # a block-table load in the same iteration, and Triton's pipeliner splits the stages between the two levels
+    # of loads: 3 stages give one K/V buffer, 5 two, 7 three.
     for d in (64, 128):
         for page in (16, 64):
             rows += [PagedConfig("append", page, d, 0, 4)]
             rows += [PagedConfig("decode", page, d, r, w, st, block_n=n)
-                     for r, n, w, st in ((16, 64, 4, 5), (16, 128, 4, 5), (16, 128, 8, 5), (16, 64, 4, 3),
-                                         (32, 64, 4, 5), (64, 64, 4, 5))]
+                     for r, n, w, st in ((16, 128, 4, 5), (16, 64, 4, 5), (32, 64, 4, 5), (64, 64, 4, 5))]
     return rows
 
 

@@ -113,7 +113,6 @@ Status compose(Arguments const& a, uintptr_t base, Pieces* out) {
 
   // V straight into V^T; in the vkperm key order when an instance reads it (then no transpose at all).
   for (bool kperm : {true, false}) {
-    if (kperm && int8) continue;  // the INT8 instances read the plain order
     Allocator ws{base};
     int64_t const pad = padded_seqlen(p.seqlen_k);
     TensorRef const q8 = TensorRef::packed(ws.take(size_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim), Layout::kBSHD,

@@ -66,7 +66,7 @@ void expect_error(Args const& a, StatusCode code, std::string const& fragment, s
 int main() {
   bool compiled = false;
   for (auto const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kPaged)) {
-    compiled = compiled || op->description().name == "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r16_n64_w4_s5";
+    compiled = compiled || op->description().name == "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r16_n128_w4_s5";
   }
   if (!compiled) {
     std::printf("not applicable in this build: no paged decode instance for pages of 64 at D=128\n");
@@ -138,7 +138,7 @@ int main() {
   { auto a = decode(); a.q.stride_h = 100; expect_error<PagedDecode>(a, StatusCode::kErrorMisalignedOperand, "q.stride_h=100", "q stride"); }
   { auto a = decode(); a.cache.descale_stride_page = -1; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "page=-1", "descale stride"); }
   { auto a = decode(); a.num_splits = -2; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "num_splits=-2", "splits"); }
-  { auto a = decode(); a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p16x128_r16_n64_w4_s3"; expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "does not decode pages of 64", "wrong instance"); }
+  { auto a = decode(); a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p16x128_r16_n64_w4_s5"; expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "does not decode pages of 64", "wrong instance"); }
   {
     auto a = decode(0);
     a.q.ptr = nullptr;
