@@ -138,6 +138,9 @@ TRITON_PARAMS = [
     Param("Q", "ptr", True), Param("K", "ptr", True), Param("V", "ptr", True), Param("O", "ptr", True),
     *SCALAR_PARAMS,
     *_strides("q", "bhs"), *_strides("k", "bhs"), *_strides("v", "bhs"), *_strides("o", "bhs"),
+    # Varlen (packed sequences): int32 [batch + 1] offsets of each sequence's query rows and keys; varlen = 0
+    # ignores them (the dense layout).
+    Param("cu_seqlens_q", "ptr"), Param("cu_seqlens_k", "ptr"), Param("varlen", "i32"),
 ]
 
 # The Gluon kernel (kernels/fmha_fwd/fmha_fwd_gluon.py) takes host TMA descriptors for Q, K, V^T and O (4-D,
@@ -221,7 +224,8 @@ def compile_spec(c: FmhaConfig):
         raise ValueError(f"{name_of(c)}: INT8 Q.K^T instances read e4m3 V and per-block descales (bdesc)")
     io = TRITON_TYPES[c.qk_type]
     types = {"Q": f"*{io}", "K": f"*{io}", "V": f"*{TRITON_TYPES[c.v_type]}", "O": f"*{TRITON_TYPES[c.out_type]}",
-             "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32"}
+             "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
+             "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32"}
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "V_TRANSPOSED": c.reads_v_transposed, "WARP_SPECIALIZE": c.warp_specialized, "EVEN_N": c.even_n,
                   "BLOCK_DESCALE": c.block_descale, "SOFTCAP": c.softcap}

@@ -57,6 +57,8 @@ TRITON_PARAMS = [
     Param("V", "ptr", True), Param("VT", "ptr", True),
     Param("seqlen", "i32"), Param("seqlen_pad", "i32", True), Param("heads_kv", "i32"),
     Param("stride_vb", "i64", True), Param("stride_vh", "i64", True), Param("stride_vs", "i64", True),
+    # Varlen: int32 [batch + 1] key offsets of the packed V; varlen = 0 ignores them.
+    Param("cu_seqlens", "ptr"), Param("varlen", "i32"),
 ]
 
 TMA_PARAMS = [
@@ -86,7 +88,7 @@ def compile_spec(c: TransposeConfig):
                  "vt_desc": f"tensordesc<u8[{c.head_dim}, {c.block_s}]>"}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}
     else:
-        types = {"V": "*u8", "VT": "*u8"}
+        types = {"V": "*u8", "VT": "*u8", "cu_seqlens": "*i32"}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "KEY_PERMUTED": c.key_permuted}
     if c.key_permuted and (c.tma or c.block_s % 32):
         raise ValueError(f"{name_of(c)}: kperm is a pointer-kernel variant with whole 32-key blocks")

@@ -141,6 +141,7 @@ def fmha_fwd_kernel(
     stride_kb, stride_kh, stride_ks,
     stride_vb, stride_vh, stride_vs,
     stride_ob, stride_oh, stride_os,
+    cu_seqlens_q, cu_seqlens_k, varlen,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EVEN_N: tl.constexpr, BLOCK_DESCALE: tl.constexpr, SOFTCAP: tl.constexpr,
@@ -160,13 +161,31 @@ def fmha_fwd_kernel(
     h_kv = h // group_size
     start_m = pid_m * BLOCK_M
 
+    # Varlen (packed sequences, varlen != 0): sequence b's query rows start at cu_seqlens_q[b] of the packed q
+    # and o, its keys at cu_seqlens_k[b] of k (the batch strides are 0); seqlen_q and seqlen_k come in as the
+    # longest lengths (the grid's) and become this sequence's own. V^T (FP8) holds each sequence's keys from
+    # v_start = roundup16(cu_seqlens_k[b]) + 16 b, so that every sequence's TMA base is 16-byte aligned
+    # (transpose_v_kernel writes it so). LSE stays [batch, heads_q, max_seqlen_q].
+    max_seqlen_q = seqlen_q
+    q_start = seqlen_q * 0
+    k_start = seqlen_k * 0
+    v_start = seqlen_k * 0
+    if varlen != 0:
+        q_start = tl.load(cu_seqlens_q + b)
+        seqlen_q = tl.load(cu_seqlens_q + b + 1) - q_start
+        k_start = tl.load(cu_seqlens_k + b)
+        seqlen_k = tl.load(cu_seqlens_k + b + 1) - k_start
+        v_start = (k_start + 15) // 16 * 16 + 16 * b
     # Batch/head offsets in 64 bits (the strides are int64 parameters): b * stride_b passes 2^31 on large
     # caches and long contexts.
     b64 = b.to(tl.int64)
-    q_base = Q + b64 * stride_qb + h.to(tl.int64) * stride_qh
-    k_base = K + b64 * stride_kb + h_kv.to(tl.int64) * stride_kh
-    v_base = V + b64 * stride_vb + h_kv.to(tl.int64) * stride_vh
-    o_base = O + b64 * stride_ob + h.to(tl.int64) * stride_oh
+    q_base = Q + b64 * stride_qb + q_start.to(tl.int64) * stride_qs + h.to(tl.int64) * stride_qh
+    k_base = K + b64 * stride_kb + k_start.to(tl.int64) * stride_ks + h_kv.to(tl.int64) * stride_kh
+    if V_TRANSPOSED:
+        v_base = V + b64 * stride_vb + h_kv.to(tl.int64) * stride_vh + v_start.to(tl.int64)
+    else:
+        v_base = V + b64 * stride_vb + k_start.to(tl.int64) * stride_vs + h_kv.to(tl.int64) * stride_vh
+    o_base = O + b64 * stride_ob + q_start.to(tl.int64) * stride_os + h.to(tl.int64) * stride_oh
 
     # Device-side TMA descriptors over this (batch, head)'s slice: TMA zero-fills rows past the sequence
     # end on loads and drops them on stores, and warp specialization needs TMA loads to build its
@@ -229,6 +248,10 @@ def fmha_fwd_kernel(
     n_lo_full = (n_lo_full + BLOCK_N - 1) // BLOCK_N * BLOCK_N
     lo_masked_end = tl.minimum(tl.maximum(n_lo_full, n_start), n_end)
     full_end = tl.maximum(lo_masked_end, n_full)
+    if start_m >= seqlen_q:  # varlen: a query block past this sequence's end (the grid is the longest's)
+        lo_masked_end = n_start
+        full_end = n_start
+        n_end = n_start
 
     # [n_start, lo_masked_end) masked (a window's left edge), [lo_masked_end, full_end) unmasked,
     # [full_end, n_end) masked (sequence end, causal diagonal, a window's right edge).
@@ -258,5 +281,5 @@ def fmha_fwd_kernel(
     # the mask) so LSE does not double the instances. Warp-specialized instances return a wrong frame f_i out
     # of their loop (Triton 3.6; O is right): the runtime never asks them for LSE.
     lse = tl.where(no_keys, float("-inf"), (f_i + tl.math.log2(tl.where(no_keys, 1.0, l_i))) * LN2)
-    lse_ptr = LSE + bh.to(tl.int64) * seqlen_q + offs_m
+    lse_ptr = LSE + bh.to(tl.int64) * max_seqlen_q + offs_m
     tl.store(lse_ptr, lse, mask=(offs_m < seqlen_q) & (write_lse != 0))

@@ -16,6 +16,13 @@ accumulator fragment holds them (kernels/fmha_fwd/fmha_fwd_gluon.py, KEY_PERMUTE
 16h + 4t + 2j + e holds key 16h + 8j + 2t + e. The program gathers those rows of V (each row still a
 contiguous head_dim load) and stores positions contiguously as before; seqlen_pad is a multiple of 32, and
 positions whose key is past seqlen hold zeros.
+
+Varlen (varlen != 0; packed sequences, V [total_k, heads_kv, HEAD_DIM] with stride_vb = 0): sequence b's keys
+are cu_seqlens[b] .. cu_seqlens[b + 1] - 1, seqlen is the longest length (the grid's) and seqlen_pad the length
+of a V^T row, [heads_kv, HEAD_DIM, seqlen_pad]. Sequence b goes to columns from roundup16(cu_seqlens[b]) + 16 b
+on, so that every sequence starts 16-byte aligned (the attention kernel's TMA base) without overlapping the
+previous one; the columns between sequences are not written (the attention kernel's TMA clips each sequence at
+its length and never reads them). Not with KEY_PERMUTED.
 """
 
 import triton
@@ -27,17 +34,29 @@ def transpose_v_kernel(
     V, VT,
     seqlen, seqlen_pad, heads_kv,
     stride_vb, stride_vh, stride_vs,
+    cu_seqlens, varlen,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, KEY_PERMUTED: tl.constexpr,
 ):
     # One [BLOCK_S, HEAD_DIM] tile per program: 3.7 TB/s on the H200 at 64 or 128 rows. Looping over several
     # tiles per program with software pipelining measured 1.8 TB/s (docs/perf/NOTES.md).
     # One-dimensional grid, sequence blocks fastest (no grid-y limit on batch * heads_kv).
     num_s_blocks = tl.cdiv(seqlen_pad, BLOCK_S)
+    if varlen != 0:
+        num_s_blocks = tl.cdiv(seqlen, BLOCK_S)
     pid = tl.program_id(0)
     pid_s = pid % num_s_blocks
     bh = pid // num_s_blocks
     b = bh // heads_kv
     h = bh % heads_kv
+    k_start = seqlen * 0
+    length = seqlen
+    store_limit = seqlen_pad
+    dst_row = bh.to(tl.int64) * HEAD_DIM * seqlen_pad
+    if varlen != 0:
+        k_start = tl.load(cu_seqlens + b)
+        length = tl.load(cu_seqlens + b + 1) - k_start
+        store_limit = length
+        dst_row = h.to(tl.int64) * HEAD_DIM * seqlen_pad + ((k_start + 15) // 16 * 16 + 16 * b)
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
     keys = offs_s
@@ -46,10 +65,10 @@ def transpose_v_kernel(
         r = offs_s % 32
         keys = offs_s - r + (r // 16) * 16 + ((r // 2) % 2) * 8 + ((r // 4) % 4) * 2 + r % 2
     # 64-bit offsets: strides are int64 parameters and seqlen * stride_vs passes 2^31 on long contexts.
-    src = V + b.to(tl.int64) * stride_vb + h.to(tl.int64) * stride_vh
+    src = V + b.to(tl.int64) * stride_vb + k_start.to(tl.int64) * stride_vs + h.to(tl.int64) * stride_vh
     rows = keys.to(tl.int64)[:, None] * stride_vs
-    tile = tl.load(src + rows + offs_d[None, :], mask=keys[:, None] < seqlen, other=0)
+    tile = tl.load(src + rows + offs_d[None, :], mask=keys[:, None] < length, other=0)
     # VT[b, h, d, s] = V[b, s, h, d]; rows of seqlen_pad elements.
-    dst = VT + bh.to(tl.int64) * HEAD_DIM * seqlen_pad
+    dst = VT + dst_row
     tl.store(dst + offs_d.to(tl.int64)[:, None] * seqlen_pad + offs_s[None, :], tl.trans(tile),
-             mask=offs_s[None, :] < seqlen_pad)
+             mask=offs_s[None, :] < store_limit)

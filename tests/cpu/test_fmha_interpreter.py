@@ -8,13 +8,14 @@ compiled instances on the H200."""
 import math
 import unittest
 
-from interpreter_host import HostTensor, decode_e4m3, encode_e4m3, from_bf16_bits, launch
+from interpreter_host import HostTensor, decode_e4m3, encode_e4m3, from_bf16_bits, launch, to_bf16_bits
 
 import numpy as np  # noqa: E402
 import triton  # noqa: E402
 
 from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK, INT8_QMAX  # noqa: E402
 from fmha_fwd.fmha_fwd_triton import fmha_fwd_kernel  # noqa: E402
+from transpose_v.transpose_v_triton import transpose_v_kernel  # noqa: E402
 
 
 def quantize_int8_blocks(x):
@@ -67,7 +68,9 @@ def launch_attention(q_t, k_t, vt_t, descales, strides, b, sq, sk, hq, hkv, d, c
            stride_ks=hkv * d, stride_vb=hkv * d * pad, stride_vh=d * pad, stride_vs=pad,
            stride_ob=sq * hq * d, stride_oh=d, stride_os=hq * d, softmax_scale=1 / math.sqrt(d),
            seqlen_q=sq, seqlen_k=sk, heads_q=hq, group_size=hq // hkv, write_lse=1,
-           window_left=window[0], window_right=window[1], softcap=float(softcap), HEAD_DIM=d, BLOCK_M=128,
+           window_left=window[0], window_right=window[1], softcap=float(softcap),
+           cu_seqlens_q=HostTensor(np.zeros(2, np.int32), "int32"), cu_seqlens_k=HostTensor(np.zeros(2, np.int32), "int32"),
+           varlen=0, HEAD_DIM=d, BLOCK_M=128,
            BLOCK_N=128, CAUSAL=causal, V_TRANSPOSED=True, WARP_SPECIALIZE=False, EVEN_N=False,
            BLOCK_DESCALE=block_descale, SOFTCAP=softcap > 0)
     return from_bf16_bits(o).astype(np.float64), lse
@@ -181,6 +184,130 @@ class WindowAndSoftcap(unittest.TestCase):
     def test_softcap(self):
         self.run_case(260, 260, True, softcap=5.0, seed=3)
         self.run_case(200, 333, False, (64, 64), softcap=2.0, seed=4)
+
+
+
+
+def varlen_vt_offsets(cu_k):
+    """Where sequence b's keys start in the varlen V^T rows: roundup16(cu_k[b]) + 16 b (the kernel's formula)."""
+    return [(int(c) + 15) // 16 * 16 + 16 * b for b, c in enumerate(cu_k[:-1])]
+
+
+class Varlen(unittest.TestCase):
+    """Packed sequences (cu_seqlens): each sequence against float64 attention on its own, e4m3 (V^T with every
+    sequence's keys 16-byte aligned, the rows between sequences poisoned with NaN bytes that must never be read)
+    and bf16 (V as it is); causal (bottom-right per sequence) and not, GQA, lengths 0, 1, a block and more."""
+
+    def run_case(self, lens_q, lens_k, causal, dtype, seed, hq=4, hkv=2, d=64):
+        rng = np.random.default_rng(seed)
+        cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+        cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+        tq, tk, batch = int(cu_q[-1]), int(cu_k[-1]), len(lens_q)
+        q = rng.standard_normal((tq, hq, d)) * 2
+        k = rng.standard_normal((tk, hkv, d)) * 2
+        v = rng.standard_normal((tk, hkv, d))
+        if dtype == "e4m3":
+            qd, kd, vd = (np.array([np.abs(x).max() / 448.0], np.float32) for x in (q, k, v))
+            q8, k8, v8 = encode_e4m3(q / qd[0]), encode_e4m3(k / kd[0]), encode_e4m3(v / vd[0])
+            qf, kf, vf = decode_e4m3(q8) * qd[0], decode_e4m3(k8) * kd[0], decode_e4m3(v8) * vd[0]
+            offs = varlen_vt_offsets(cu_k)
+            total_pad = (tk + 15) // 16 * 16 + 16 * batch
+            vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)  # NaN between sequences: never read
+            for b in range(batch):
+                vt[:, :, offs[b]:offs[b] + lens_k[b]] = v8[cu_k[b]:cu_k[b + 1]].transpose(1, 2, 0)
+            qt, kt, vtt = (HostTensor(q8, "float8_e4m3fn"), HostTensor(k8, "float8_e4m3fn"),
+                           HostTensor(vt, "float8_e4m3fn"))
+            v_strides = dict(stride_vb=0, stride_vh=d * total_pad, stride_vs=total_pad)
+        else:
+            qd = kd = vd = np.ones(1, np.float32)
+            qb, kb, vb = to_bf16_bits(q), to_bf16_bits(k), to_bf16_bits(v)
+            qf, kf, vf = from_bf16_bits(qb), from_bf16_bits(kb), from_bf16_bits(vb)
+            qt, kt, vtt = HostTensor(qb, "bfloat16"), HostTensor(kb, "bfloat16"), HostTensor(vb, "bfloat16")
+            v_strides = dict(stride_vb=0, stride_vh=d, stride_vs=hkv * d)
+        max_q, max_k = max(lens_q), max(lens_k)
+        o = np.full((tq, hq, d), 0x7FC0, np.uint16)  # NaN: every row of every sequence must be written
+        lse = np.full((batch, hq, max(max_q, 1)), np.nan, np.float32)
+        zero = dict(q_descale_stride_b=0, q_descale_stride_h=0, q_descale_stride_hq=0, q_descale_stride_blk=0,
+                    k_descale_stride_b=0, k_descale_stride_h=0, k_descale_stride_blk=0, v_descale_stride_b=0,
+                    v_descale_stride_h=0)
+        launch(fmha_fwd_kernel, max(triton.cdiv(max_q, 128), 1) * batch * hq, Q=qt, K=kt, V=vtt,
+               O=HostTensor(o, "bfloat16"), LSE=HostTensor(lse, "float32"), q_descale=HostTensor(qd, "float32"),
+               k_descale=HostTensor(kd, "float32"), v_descale=HostTensor(vd, "float32"), **zero,
+               stride_qb=0, stride_qh=d, stride_qs=hq * d, stride_kb=0, stride_kh=d, stride_ks=hkv * d, **v_strides,
+               stride_ob=0, stride_oh=d, stride_os=hq * d, softmax_scale=1 / math.sqrt(d),
+               seqlen_q=max_q, seqlen_k=max_k, heads_q=hq, group_size=hq // hkv, write_lse=1,
+               window_left=-1, window_right=-1, softcap=0.0,
+               cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"), varlen=1,
+               HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal, V_TRANSPOSED=dtype == "e4m3",
+               WARP_SPECIALIZE=False, EVEN_N=False, BLOCK_DESCALE=False, SOFTCAP=False)
+        got = from_bf16_bits(o).astype(np.float64)
+        self.assertFalse(np.isnan(got).any(), "a row left unwritten (or NaN from the gaps between sequences)")
+        for b in range(batch):
+            sq, sk = lens_q[b], lens_k[b]
+            if sq == 0:
+                continue
+            ref_o, ref_lse = attention(qf[None, cu_q[b]:cu_q[b + 1]], kf[None, cu_k[b]:cu_k[b + 1]],
+                                       vf[None, cu_k[b]:cu_k[b + 1]], causal, 1 / math.sqrt(d))
+            part = got[None, cu_q[b]:cu_q[b + 1]]
+            if np.linalg.norm(ref_o) == 0:
+                self.assertTrue((part == 0).all(), f"sequence {b}: rows that see no key give 0")
+            else:
+                err = np.linalg.norm(part - ref_o) / np.linalg.norm(ref_o)
+                self.assertLess(err, 0.04 if dtype == "e4m3" else 0.01, f"sequence {b}: relative error {err:.4f}")
+            finite = np.isfinite(ref_lse[0])
+            self.assertTrue(np.array_equal(np.isfinite(lse[b, :, :sq]), finite), f"sequence {b}: LSE -inf rows")
+            self.assertLess(np.abs(lse[b, :, :sq][finite] - ref_lse[0][finite]).max(), 2e-3, f"sequence {b}: LSE")
+
+    def test_e4m3_ragged(self):
+        for causal in (False, True):
+            with self.subTest(causal=causal):
+                self.run_case([5, 130, 1, 64], [200, 130, 7, 3], causal, "e4m3", seed=1)
+
+    def test_bf16_ragged_with_an_empty_sequence(self):
+        for causal in (False, True):
+            with self.subTest(causal=causal):
+                self.run_case([17, 0, 140], [17, 9, 300], causal, "bf16", seed=2)
+
+    def test_varlen_transpose_layout(self):
+        """transpose_v_kernel with varlen: each sequence's V^T columns from roundup16(cu_k[b]) + 16 b, the gaps
+        untouched; and the dense mode as before (zero padding to seqlen_pad)."""
+        rng = np.random.default_rng(4)
+        lens, hkv, d = [5, 130, 0, 33], 2, 64
+        cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+        total, batch = int(cu[-1]), len(lens)
+        v8 = rng.integers(0, 0x7E, (total, hkv, d), dtype=np.uint8)
+        total_pad = (total + 15) // 16 * 16 + 16 * batch
+        vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
+        launch(transpose_v_kernel, triton.cdiv(max(lens), 64) * batch * hkv, V=HostTensor(v8, "uint8"),
+               VT=HostTensor(vt, "uint8"), seqlen=max(lens), seqlen_pad=total_pad, heads_kv=hkv,
+               stride_vb=0, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1,
+               HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
+        want = np.full_like(vt, 0x7F)
+        for b, off in enumerate(varlen_vt_offsets(cu)):
+            want[:, :, off:off + lens[b]] = v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)
+        self.assertTrue(np.array_equal(vt, want), "varlen V^T bytes (or a gap written)")
+        dense = rng.integers(0, 0x7E, (2, 100, hkv, d), dtype=np.uint8)
+        out = np.full((2, hkv, d, 128), 0x7F, np.uint8)
+        launch(transpose_v_kernel, 2 * 2 * hkv, V=HostTensor(dense, "uint8"),
+               VT=HostTensor(out, "uint8"), seqlen=100, seqlen_pad=128, heads_kv=hkv,
+               stride_vb=100 * hkv * d, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"),
+               varlen=0, HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
+        self.assertTrue(np.array_equal(out, vt_of(dense).array), "dense V^T (zero padding) unchanged")
+
+    def test_checker_sees_a_shifted_sequence(self):
+        # The same data with sequence 1's offsets moved by one key must not pass: the reference is per sequence.
+        with self.assertRaises(AssertionError):
+            self.run_case_shifted()
+
+    def run_case_shifted(self):
+        lens_q, lens_k = [40, 40], [60, 60]
+        global varlen_vt_offsets
+        original = varlen_vt_offsets
+        varlen_vt_offsets = lambda cu_k: [o + (1 if i == 1 else 0) for i, o in enumerate(original(cu_k))]  # noqa: E731
+        try:
+            self.run_case(lens_q, lens_k, False, "e4m3", seed=3)
+        finally:
+            varlen_vt_offsets = original
 
 
 if __name__ == "__main__":
