@@ -84,7 +84,8 @@ def _two_e4m3_terms(x):
 
 
 @triton.jit
-def _decode_block(start, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages,
+def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
+                  bad_pages,
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
                   HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
@@ -148,16 +149,22 @@ def _decode_block(start, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m
     alpha = tl.math.exp2(m_i - m_new)
     prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
     l_i = l_i * alpha + tl.sum(prob, 0)
-    # P^T times each key's v descale relative to the block's largest, times 448, as two e4m3 terms.
-    vd_max = tl.max(vd, 0)
+    # P^T times each key's v descale relative to the largest among the keys some row sees (a key no row sees,
+    # e.g. before a window inside the block, must not coarsen the others), times 448, as two e4m3 terms. The
+    # ratio is taken first: 448 / vd_max overflows for descales below ~1e-36.
+    seen = (key >= low_min) & (key < limit_max)
+    if MASKED:
+        seen = seen & (key < key_hi)
+    vd_max = tl.max(tl.where(seen, vd, 0.0), 0)
     vd_max = tl.where(vd_max > 0, vd_max, 1.0)
-    p_hi, p_lo = _two_e4m3_terms(prob * (vd * (_E4M3_MAX / vd_max))[:, None])
+    p_hi, p_lo = _two_e4m3_terms(prob * ((vd / vd_max) * _E4M3_MAX)[:, None])
     acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)
     return m_new, l_i, acc, bad_pages
 
 
 @triton.jit
-def _decode_range(key_lo, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages,
+def _decode_range(key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
+                  bad_pages,
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
                   HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr):
@@ -165,12 +172,14 @@ def _decode_range(key_lo, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, 
     full_end = key_lo + tl.maximum(key_hi - key_lo, 0) // BLOCK_N * BLOCK_N
     for start in tl.range(key_lo, full_end, BLOCK_N):
         m_i, l_i, acc, bad_pages = _decode_block(
-            start, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages, KPages, VPages,
+            start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
+            bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
             HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP)
     if full_end < key_hi:
         m_i, l_i, acc, bad_pages = _decode_block(
-            full_end, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages, KPages, VPages,
+            full_end, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
+            bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
             HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP)
     return m_i, l_i, acc, bad_pages
@@ -218,7 +227,8 @@ def paged_decode_kernel(
                 offs_d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
     # Each row scaled to e4m3's range by its own factor (a zero row keeps 1; a NaN row stays NaN).
     q_amax = tl.max(tl.abs(q), 1)
-    q_scale = tl.where(q_amax > 0, _E4M3_MAX / q_amax, 1.0)
+    # (448 / amax overflows below ~1e-36: such rows are scaled as if their largest entry were 1e-30.)
+    q_scale = tl.where(q_amax > 0, _E4M3_MAX / tl.maximum(q_amax, 1e-30), 1.0)
     q_hi, q_lo = _two_e4m3_terms(q * q_scale[:, None])
     qt_hi = tl.trans(q_hi)
     qt_lo = tl.trans(q_lo)
@@ -226,12 +236,16 @@ def paged_decode_kernel(
     # Keys query token t may see: those before seqlen - q_len + t + 1 (causal among the new tokens), and with a
     # window, none before seqlen - q_len + t - window_left.
     limit = seqlen - q_len + tok + 1
+    # In 64 bits: a window near 2^31 must not wrap (seqlen - q_len - window_left would).
     if window_left >= 0:
-        low = limit - 1 - window_left
-        win_lo = tl.maximum(seqlen - q_len - window_left, 0) // BLOCK_N * BLOCK_N
+        low = tl.maximum(limit.to(tl.int64) - 1 - window_left, -1).to(tl.int32)
+        win_lo = (tl.maximum(seqlen.to(tl.int64) - q_len - window_left, 0) // BLOCK_N * BLOCK_N).to(tl.int32)
     else:
         low = tl.zeros_like(limit) - 1
         win_lo = seqlen * 0
+    # The keys some row of this program sees lie in [low_min, limit_max) (padding rows only widen it).
+    low_min = tl.min(low, 0)
+    limit_max = tl.max(limit, 0)
     m_i = tl.full([ROWS], _NEG_BIG, tl.float32)
     l_i = tl.zeros([ROWS], tl.float32)
     acc = tl.zeros([HEAD_DIM, ROWS], tl.float32)  # O^T
@@ -247,12 +261,14 @@ def paged_decode_kernel(
     # cost a quarter of the loop's instructions (1156 vs 871 SASS per warp per 128 keys) for the common case.
     if softcap > 0:
         m_i, l_i, acc, bad_pages = _decode_range(
-            key_lo, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages, KPages, VPages,
+            key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
+            bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
             HEAD_DIM, PAGE, BLOCK_N, True)
     else:
         m_i, l_i, acc, bad_pages = _decode_range(
-            key_lo, key_hi, limit, low, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc, bad_pages, KPages, VPages,
+            key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
+            bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
             HEAD_DIM, PAGE, BLOCK_N, False)
     bad = bad | (tl.max(bad_pages, 0) != 0)

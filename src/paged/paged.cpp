@@ -50,6 +50,11 @@ Status check_cache(PagedCache const& c) {
   if (c.num_pages < 1) return invalid("cache.num_pages=" + num(c.num_pages) + " must be >= 1");
   if (c.max_pages < 1) return invalid("cache.max_pages=" + num(c.max_pages) + " must be >= 1");
   if (c.heads_kv < 1) return invalid("cache.heads_kv=" + num(c.heads_kv) + " must be >= 1");
+  if (int64_t{c.max_pages} * std::max(c.page_size, 1) > INT32_MAX) {
+    // The kernels compare token positions with max_pages * page_size in 32 bits.
+    return invalid("cache.max_pages=" + num(c.max_pages) + " x cache.page_size=" + num(c.page_size) +
+                   " tokens per sequence must be < 2^31");
+  }
   if (c.descale_stride_page < 0 || c.descale_stride_head < 0) {
     return invalid("cache descale strides (page=" + num(c.descale_stride_page) + ", head=" +
                    num(c.descale_stride_head) + ") must be >= 0");

@@ -106,6 +106,7 @@ int main() {
   }
   { auto a = decode(); a.q_len = 9; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "q_len=9", "q_len"); }
   { auto a = decode(); a.window_left = -2; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "window_left=-2", "window"); }
+  { auto a = decode(); a.cache.max_pages = 1 << 25; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "cache.max_pages=33554432", "table wider than 2^31 tokens"); }
   { auto a = decode(); a.softcap = -1.0f; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "softcap=-1", "softcap"); }
   { auto a = decode(); a.softcap = std::nanf(""); expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "softcap=nan", "softcap nan"); }
   {

@@ -174,6 +174,43 @@ class Decode(unittest.TestCase):
             self.check([300, 17, 129], heads_q=4, heads_kv=2, q_len=q_len, page=page, num_splits=splits,
                        per_page_descale=True, seed=20 + i, block_n=block_n, window_left=window, softcap=cap)
 
+    def test_window_near_int32_max_and_padding_slots(self):
+        # seqlen - q_len - window_left would wrap in int32 (a window of 2^31 - 1, sequences shorter than q_len,
+        # several splits): no access outside the table or the cache (the harness checks every one), finite rows.
+        rng = np.random.default_rng(40)
+        cache = Cache(rng, [0, 50, 1], 2, 64, 16, True)
+        q = rng.standard_normal((3, 2, 4, 64))
+        for splits in (1, 2, 3):
+            got, _ = run_decode(q, cache, splits, 16, window_left=2**31 - 1)
+            self.assertTrue(np.isfinite(got).all(), f"{splits} splits")
+
+    def test_v_descale_of_keys_no_row_sees_does_not_coarsen_p(self):
+        # Page 0 (keys 0..15) lies before a 20-key window but inside the first block; its v descale is 10^5 times
+        # the others'. The visible keys' P must not be scaled against it (it would fall into e4m3's subnormals).
+        rng = np.random.default_rng(1)
+        cache = Cache(rng, [64], 1, 64, 16, True)
+        p0 = cache.block_table[0, 0]
+        cache.vd[p0] *= 1e5
+        cache.vf[p0] *= 1e5
+        q = rng.standard_normal((1, 1, 2, 64))
+        got, qb = run_decode(q, cache, 1, 16, window_left=20)
+        want = reference(from_bf16_bits(qb).astype(np.float64), cache, 1 / 8, 20)
+        self.assertLess(np.linalg.norm(got - want) / np.linalg.norm(want), 5e-3)
+
+    def test_tiny_values_do_not_overflow_the_e4m3_scales(self):
+        # A q row of values near 1e-37 and v descales of 1e-37: 448 / amax would be inf (and 0 * inf NaN).
+        rng = np.random.default_rng(2)
+        cache = Cache(rng, [40], 1, 64, 16, True)
+        cache.vd[:] = 1e-37
+        cache.vf = decode_e4m3(cache.v_bytes) * cache.vd[:, None, :, None]
+        q = rng.standard_normal((1, 1, 2, 64))
+        q[0, 0, 0] *= 1e-37
+        q[0, 0, 0, 5] = 0.0
+        got, qb = run_decode(q, cache, 1, 16)
+        self.assertTrue(np.isfinite(got).all())
+        want = reference(from_bf16_bits(qb).astype(np.float64), cache, 1 / 8)
+        self.assertLess(np.abs(got - want).max(), 1e-2 * np.abs(want).max())  # bf16 output: 2^-9 relative
+
     def test_window_checker_catches_a_missing_window(self):
         rng = np.random.default_rng(30)
         cache = Cache(rng, [300], 2, 64, 16, True)
