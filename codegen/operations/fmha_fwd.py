@@ -141,6 +141,7 @@ TRITON_PARAMS = [
     # Varlen (packed sequences): int32 [batch + 1] offsets of each sequence's query rows and keys; varlen = 0
     # ignores them (the dense layout).
     Param("cu_seqlens_q", "ptr"), Param("cu_seqlens_k", "ptr"), Param("varlen", "i32"),
+    Param("total_q", "i32"), Param("total_k", "i32"),
 ]
 
 # The Gluon kernel (kernels/fmha_fwd/fmha_fwd_gluon.py) takes host TMA descriptors for Q, K, V^T and O (4-D,

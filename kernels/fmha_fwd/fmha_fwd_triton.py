@@ -141,7 +141,7 @@ def fmha_fwd_kernel(
     stride_kb, stride_kh, stride_ks,
     stride_vb, stride_vh, stride_vs,
     stride_ob, stride_oh, stride_os,
-    cu_seqlens_q, cu_seqlens_k, varlen,
+    cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EVEN_N: tl.constexpr, BLOCK_DESCALE: tl.constexpr, SOFTCAP: tl.constexpr,
@@ -166,15 +166,26 @@ def fmha_fwd_kernel(
     # longest lengths (the grid's) and become this sequence's own. V^T (FP8) holds each sequence's keys from
     # v_start = roundup16(cu_seqlens_k[b]) + 16 b, so that every sequence's TMA base is 16-byte aligned
     # (transpose_v_kernel writes it so). LSE stays [batch, heads_q, max_seqlen_q].
+    # Offsets that are not monotonic, leave the packed tensors (total_q, total_k) or give a sequence longer than
+    # the grid's lengths: nothing is read for that sequence; its rows, where its query range is inside q, get
+    # NaN (O and LSE); outside, nothing is written.
     max_seqlen_q = seqlen_q
     q_start = seqlen_q * 0
     k_start = seqlen_k * 0
     v_start = seqlen_k * 0
+    bad_seq = seqlen_q < 0
     if varlen != 0:
         q_start = tl.load(cu_seqlens_q + b)
-        seqlen_q = tl.load(cu_seqlens_q + b + 1) - q_start
+        q_end = tl.load(cu_seqlens_q + b + 1)
         k_start = tl.load(cu_seqlens_k + b)
-        seqlen_k = tl.load(cu_seqlens_k + b + 1) - k_start
+        k_end = tl.load(cu_seqlens_k + b + 1)
+        q_ok = (q_start >= 0) & (q_end >= q_start) & (q_end <= total_q)
+        bad_seq = ~q_ok | (q_end - q_start > seqlen_q) | (k_start < 0) | (k_end < k_start) | (k_end > total_k) | \
+            (k_end - k_start > seqlen_k)
+        q_start = tl.where(q_ok, q_start, 0)
+        seqlen_q = tl.where(q_ok, tl.minimum(q_end - q_start, max_seqlen_q), 0)
+        k_start = tl.where(bad_seq, 0, k_start)
+        seqlen_k = tl.where(bad_seq, 0, k_end - k_start)
         v_start = (k_start + 15) // 16 * 16 + 16 * b
     # Batch/head offsets in 64 bits (the strides are int64 parameters): b * stride_b passes 2^31 on large
     # caches and long contexts.
@@ -275,11 +286,14 @@ def fmha_fwd_kernel(
     # tested as "not zero" rather than "positive").
     no_keys = l_i == 0.0
     inv_l = tl.where(no_keys, 0.0, vd / tl.where(no_keys, 1.0, l_i))
+    inv_l = tl.where(bad_seq, float("nan"), inv_l)
     out = acc * inv_l[:, None]
-    o_desc.store([start_m, 0], out.to(O.dtype.element_ty))
+    if start_m < seqlen_q:  # varlen: no store for a block past this sequence's end (it may be the next's rows)
+        o_desc.store([start_m, 0], out.to(O.dtype.element_ty))
     # LSE is [batch, heads_q, seqlen_q] contiguous float32, natural log; write_lse is a runtime flag (part of
     # the mask) so LSE does not double the instances. Warp-specialized instances return a wrong frame f_i out
     # of their loop (Triton 3.6; O is right): the runtime never asks them for LSE.
     lse = tl.where(no_keys, float("-inf"), (f_i + tl.math.log2(tl.where(no_keys, 1.0, l_i))) * LN2)
+    lse = tl.where(bad_seq, float("nan"), lse)
     lse_ptr = LSE + bh.to(tl.int64) * max_seqlen_q + offs_m
     tl.store(lse_ptr, lse, mask=(offs_m < seqlen_q) & (write_lse != 0))

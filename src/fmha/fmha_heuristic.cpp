@@ -73,6 +73,12 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              "transpose writes (vkperm)";
     });
   }
+  if (args.varlen() && (instance.family == library::KernelFamily::kGluon || k.even_n || k.warp_specialized)) {
+    return fail([&] {
+      return std::string("varlen (cu_seqlens) but the instance has no per-sequence offsets (") +
+             (instance.family == library::KernelFamily::kGluon ? "gluon" : "evenn") + ")";
+    });
+  }
   bool const window = args.window_left >= 0 || args.window_right >= 0;
   if (window && (instance.family == library::KernelFamily::kGluon || k.even_n)) {
     return fail([&] {

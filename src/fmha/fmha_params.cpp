@@ -86,9 +86,11 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
   unsigned __int128 offset = 0;
   auto align = [](unsigned __int128 x) { return (x + 255) / 256 * 256; };
   if (w.transpose_v) {
-    w.seqlen_pad = padded_seqlen(p.seqlen_k);
-    unsigned __int128 const vt = static_cast<unsigned __int128>(p.batch) * p.heads_kv * p.head_dim * w.seqlen_pad *
-                                 size_of(p.input_type);
+    // Varlen: one V^T row over every sequence, each starting 16-byte aligned (roundup16(cu_seqlens_k[b]) + 16 b,
+    // kernels/transpose_v/transpose_v_triton.py), as one "batch".
+    w.seqlen_pad = args.varlen() ? varlen_vt_row(args.total_k, p.batch) : padded_seqlen(p.seqlen_k);
+    unsigned __int128 const vt = static_cast<unsigned __int128>(args.varlen() ? 1 : p.batch) * p.heads_kv *
+                                 p.head_dim * w.seqlen_pad * size_of(p.input_type);
     w.vt_offset = static_cast<size_t>(offset);
     w.vt_bytes = static_cast<size_t>(vt);
     offset = align(offset + vt);
@@ -106,13 +108,18 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
   return w;
 }
 
+int64_t varlen_vt_row(int64_t total_k, int64_t batch) { return (total_k + 15) / 16 * 16 + 16 * batch; }
+
 Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
-                      int64_t seqlen_pad, CUfunction* function, runtime::LaunchConfig* launch,
-                      runtime::ParamPack* params) {
+                      int64_t seqlen_pad, int32_t const* cu_seqlens, CUfunction* function,
+                      runtime::LaunchConfig* launch, runtime::ParamPack* params) {
   CudaDriver const* driver = nullptr;
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
   if (Status s = fp8attn::detail::get_function(*driver, instance, function); !s) return s;
   params->clear();
+  if (cu_seqlens && transpose_config(instance).tma) {
+    return Status(StatusCode::kErrorInternal, "transpose_v: the TMA transpose has no varlen offsets");
+  }
   if (transpose_config(instance).tma) {
     // Host descriptors: V as [batch, seqlen, heads, head_dim], V^T as [batch * heads * head_dim, seqlen_pad].
     if (instance.num_tensor_descs != 2) return Status(StatusCode::kErrorInternal, "transpose_v: expected 2 descriptors");
@@ -142,10 +149,14 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
     tp.stride_vb = v.stride_b;
     tp.stride_vh = v.stride_h;
     tp.stride_vs = v.stride_s;
+    tp.cu_seqlens = cu_seqlens;
+    tp.varlen = cu_seqlens ? 1 : 0;
+    if (cu_seqlens) tp.stride_vb = 0;
     tp.pack(*params);
   }
   int64_t const block_s = transpose_config(instance).block_s;
-  int64_t const programs = (seqlen_pad + block_s - 1) / block_s * batch * heads;
+  // Varlen: blocks of the longest sequence per (sequence, head); dense: of the padded row.
+  int64_t const programs = ((cu_seqlens ? seqlen : seqlen_pad) + block_s - 1) / block_s * batch * heads;
   *launch = runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(programs));
   return Status::success();
 }
@@ -168,7 +179,7 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
   if (w.transpose_v) {
     KernelInstance const* t = find_transpose_instance(p.head_dim, fmha_config(instance).v_key_permuted);
     void* vt = at(workspace, w.vt_offset);
-    if (Status s = plan_transpose(*t, args.v, vt, p.batch, p.heads_kv, p.seqlen_k, w.seqlen_pad,
+    if (Status s = plan_transpose(*t, args.v, vt, p.batch, p.heads_kv, p.seqlen_k, w.seqlen_pad, args.cu_seqlens_k,
                                   &plan->transpose_function, &plan->transpose_launch, &plan->transpose_params);
         !s) {
       return s;
@@ -176,7 +187,7 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
     plan->transpose_v = true;
     v_ptr = vt;
     vh = static_cast<int64_t>(p.head_dim) * w.seqlen_pad;
-    vb = vh * p.heads_kv;
+    vb = args.varlen() ? 0 : vh * p.heads_kv;
     vs = w.seqlen_pad;
   } else if (fmha_config(instance).v_transposed) {
     vs = args.v.stride_d;  // the caller's V is already sequence-contiguous: head_dim rows of stride_d elements
@@ -247,6 +258,16 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
     kp.stride_ob = args.o.stride_b;
     kp.stride_oh = args.o.stride_h;
     kp.stride_os = args.o.stride_s;
+    if (args.varlen()) {
+      // Packed sequences: the kernel offsets each sequence by cu_seqlens; the batch strides are not used.
+      kp.stride_qb = kp.stride_kb = kp.stride_ob = 0;
+      if (!w.transpose_v) kp.stride_vb = 0;
+      kp.cu_seqlens_q = args.cu_seqlens_q;
+      kp.cu_seqlens_k = args.cu_seqlens_k;
+      kp.varlen = 1;
+      kp.total_q = static_cast<int32_t>(args.total_q);
+      kp.total_k = static_cast<int32_t>(args.total_k);
+    }
     kp.pack(plan->attention_params);
   }
   int64_t programs = attention_programs(p, instance);

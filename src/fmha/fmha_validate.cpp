@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "fmha_internal.h"
 #include "fp8attn/fmha/device/transpose_v.h"
@@ -228,10 +229,30 @@ Status validate(Arguments const& args) {
     return invalid("v_key_permuted=true but input_type=" + std::string(to_string(p.input_type)) +
                    " (FP8 V only)");
   }
-  if (Status s = check_tensor("q", args.q, p.seqlen_q, hq, d, b, in_bytes, false); !s) return s;
-  if (Status s = check_tensor("k", args.k, p.seqlen_k, hkv, d, b, in_bytes, false); !s) return s;
-  if (Status s = check_tensor("v", args.v, p.seqlen_k, hkv, d, b, in_bytes, fp8); !s) return s;
-  if (Status s = check_tensor("o", args.o, p.seqlen_q, hq, d, b, out_bytes, false); !s) return s;
+  bool const varlen = args.varlen();
+  if (varlen) {
+    if (!args.cu_seqlens_q || !args.cu_seqlens_k) {
+      return Status(StatusCode::kErrorNullPointer, std::string("varlen needs both offsets: cu_seqlens_") +
+                                                       (args.cu_seqlens_q ? "k" : "q") + " is null");
+    }
+    for (auto [field, ptr] : {std::pair<char const*, void const*>{"cu_seqlens_q", args.cu_seqlens_q},
+                              {"cu_seqlens_k", args.cu_seqlens_k}}) {
+      if (reinterpret_cast<uintptr_t>(ptr) % 4 != 0) return misaligned(std::string(field) + "=" + ptr_text(ptr) + " is not 4-byte aligned");
+    }
+    for (auto [field, total] : {std::pair<char const*, int64_t>{"total_q", args.total_q}, {"total_k", args.total_k}}) {
+      if (total < 0 || total > INT32_MAX) return invalid(std::string(field) + "=" + num(total) + " must be in [0, 2^31)");
+    }
+    if (args.v_key_permuted) return invalid("v_key_permuted=true with varlen: give V in key order (the library transposes it)");
+    if (args.q_descale.stride_block != 0 || args.k_descale.stride_block != 0) {
+      return invalid("per-block descales (stride_block) with varlen: blocks would straddle sequences");
+    }
+  }
+  // Varlen tensors are one packed sequence each: checked as batch 1 over the total length.
+  int64_t const tb = varlen ? 1 : b, tsq = varlen ? args.total_q : p.seqlen_q, tsk = varlen ? args.total_k : p.seqlen_k;
+  if (Status s = check_tensor("q", args.q, tsq, hq, d, tb, in_bytes, false); !s) return s;
+  if (Status s = check_tensor("k", args.k, tsk, hkv, d, tb, in_bytes, false); !s) return s;
+  if (Status s = check_tensor("v", args.v, tsk, hkv, d, tb, in_bytes, fp8 && !varlen); !s) return s;
+  if (Status s = check_tensor("o", args.o, tsq, hq, d, tb, out_bytes, false); !s) return s;
   if (args.v_key_permuted && b > 0 && p.seqlen_k > 0) {
     if (args.v.stride_s != 1 || args.v.stride_d == 1) {
       return invalid("v_key_permuted=true needs v sequence-contiguous (stride_s=1), got v.stride_s=" +
@@ -243,7 +264,12 @@ Status validate(Arguments const& args) {
     }
   }
   if (b > 0 && p.seqlen_q > 0) {
-    if (Status s = check_output_overlap(args.o, p); !s) return s;
+    FmhaProblem packed = p;
+    if (varlen) {
+      packed.batch = 1;
+      packed.seqlen_q = static_cast<int>(args.total_q);
+    }
+    if (Status s = check_output_overlap(args.o, packed); !s) return s;
   }
   if (args.lse && reinterpret_cast<uintptr_t>(args.lse) % kPointerAlign != 0) {
     return misaligned("lse=" + ptr_text(args.lse) + " is not 16-byte aligned");

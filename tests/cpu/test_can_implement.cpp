@@ -468,6 +468,40 @@ int main() {
     Need const d64 = instance(DataType::kE4M3, 64, true);
     expect_error(none, StatusCode::kErrorNotSupported, "with softcap", "softcap at D=64", {&d64});
   }
+  // Varlen (packed sequences): 3 sequences of at most 4096 tokens in 5000 packed rows.
+  {
+    auto a = valid_fp8(3, 8, 4096, 128, true);
+    a.cu_seqlens_q = a.cu_seqlens_k = reinterpret_cast<int32_t const*>(0x700000);
+    a.total_q = a.total_k = 5000;
+    for (TensorRef* t : {&a.q, &a.k, &a.v, &a.o}) *t = TensorRef::packed(t->ptr, Layout::kBSHD, 5000, 8, 128);
+    expect_ok(a, "varlen FP8 causal", {&kFp8Causal});
+    if (applicable("varlen is not run by gluon and holds the varlen V^T", {&kFp8Causal})) {
+      std::string name;
+      CHECK(Fmha::select_kernel(a, &name).ok() && !contains(name, "_gluon") && !contains(name, "_evenn"),
+            "varlen pick: " + name);
+      // V^T: 8 heads x 128 rows of roundup16(5000) + 16 * 3 = 5056 keys.
+      CHECK(Fmha::get_workspace_size(a) >= size_t(8) * 128 * 5056, "varlen V^T workspace: " +
+                                                                   std::to_string(Fmha::get_workspace_size(a)));
+    }
+    auto one = a;
+    one.cu_seqlens_k = nullptr;
+    expect_error(one, StatusCode::kErrorNullPointer, "cu_seqlens_k is null", "varlen with one offset array", {&kFp8Causal});
+    auto odd = a;
+    odd.cu_seqlens_q = reinterpret_cast<int32_t const*>(0x700002);
+    expect_error(odd, StatusCode::kErrorMisalignedOperand, "cu_seqlens_q=", "varlen offsets alignment", {&kFp8Causal});
+    auto neg = a;
+    neg.total_k = -1;
+    expect_error(neg, StatusCode::kErrorInvalidProblem, "total_k=-1", "varlen negative total", {&kFp8Causal});
+    auto perm = a;
+    perm.v_key_permuted = true;
+    expect_error(perm, StatusCode::kErrorInvalidProblem, "v_key_permuted=true with varlen", "varlen vkperm", {&kFp8Causal});
+    auto blk = a;
+    blk.k_descale.stride_block = 1;
+    expect_error(blk, StatusCode::kErrorInvalidProblem, "with varlen", "varlen per-block descales", {&kFp8Causal});
+    auto strides = a;
+    strides.o.stride_h = 0;
+    expect_refused_naming(strides, StatusCode::kErrorInvalidProblem, "o.stride_h", "varlen aliasing output");
+  }
   { auto a = valid_fp8(); a.v_descale.ptr = nullptr; expect_error(a, StatusCode::kErrorNullPointer, "v_descale.ptr is null", "fp8 descale"); }
   { auto a = valid_fp8(); a.q_descale.ptr = fake_float(0x500002); expect_error(a, StatusCode::kErrorMisalignedOperand, "q_descale.ptr=", "descale align"); }
   { auto a = valid_fp8(); a.lse = reinterpret_cast<float*>(0x600004); expect_error(a, StatusCode::kErrorMisalignedOperand, "lse=", "lse align"); }

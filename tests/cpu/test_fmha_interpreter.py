@@ -70,7 +70,7 @@ def launch_attention(q_t, k_t, vt_t, descales, strides, b, sq, sk, hq, hkv, d, c
            seqlen_q=sq, seqlen_k=sk, heads_q=hq, group_size=hq // hkv, write_lse=1,
            window_left=window[0], window_right=window[1], softcap=float(softcap),
            cu_seqlens_q=HostTensor(np.zeros(2, np.int32), "int32"), cu_seqlens_k=HostTensor(np.zeros(2, np.int32), "int32"),
-           varlen=0, HEAD_DIM=d, BLOCK_M=128,
+           varlen=0, total_q=0, total_k=0, HEAD_DIM=d, BLOCK_M=128,
            BLOCK_N=128, CAUSAL=causal, V_TRANSPOSED=True, WARP_SPECIALIZE=False, EVEN_N=False,
            BLOCK_DESCALE=block_descale, SOFTCAP=softcap > 0)
     return from_bf16_bits(o).astype(np.float64), lse
@@ -238,6 +238,7 @@ class Varlen(unittest.TestCase):
                seqlen_q=max_q, seqlen_k=max_k, heads_q=hq, group_size=hq // hkv, write_lse=1,
                window_left=-1, window_right=-1, softcap=0.0,
                cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"), varlen=1,
+               total_q=tq, total_k=tk,
                HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal, V_TRANSPOSED=dtype == "e4m3",
                WARP_SPECIALIZE=False, EVEN_N=False, BLOCK_DESCALE=False, SOFTCAP=False)
         got = from_bf16_bits(o).astype(np.float64)
@@ -293,6 +294,45 @@ class Varlen(unittest.TestCase):
                stride_vb=100 * hkv * d, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"),
                varlen=0, HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
         self.assertTrue(np.array_equal(out, vt_of(dense).array), "dense V^T (zero padding) unchanged")
+
+    def test_bad_offsets_give_nan_rows_and_no_access_outside(self):
+        """A sequence longer than the grid's max_seqlen_k, or whose key offsets leave k: its rows NaN (O, LSE), no
+        load or store outside the buffers (the harness checks every access), the other sequence exact."""
+        rng = np.random.default_rng(5)
+        hq, hkv, d = 2, 1, 64
+        lens_q, lens_k = [10, 20], [30, 40]
+        for case in ("longer than max_seqlen_k", "offset past total_k"):
+            cu_q = np.array([0, 10, 30], np.int32)
+            cu_k = np.array([0, 30, 70], np.int32)
+            max_k = 40
+            if case == "longer than max_seqlen_k":
+                max_k = 35
+            else:
+                cu_k[2] = 75
+            qb = to_bf16_bits(rng.standard_normal((30, hq, d)))
+            kb = to_bf16_bits(rng.standard_normal((70, hkv, d)))
+            vb = to_bf16_bits(rng.standard_normal((70, hkv, d)))
+            o = np.full((30, hq, d), 0x3F80, np.uint16)  # 1.0: rows a program must not touch keep it
+            lse = np.zeros((2, hq, 20), np.float32)
+            one = HostTensor(np.ones(1, np.float32), "float32")
+            zero = dict(q_descale_stride_b=0, q_descale_stride_h=0, q_descale_stride_hq=0, q_descale_stride_blk=0,
+                        k_descale_stride_b=0, k_descale_stride_h=0, k_descale_stride_blk=0, v_descale_stride_b=0,
+                        v_descale_stride_h=0)
+            launch(fmha_fwd_kernel, 1 * 2 * hq, Q=HostTensor(qb, "bfloat16"), K=HostTensor(kb, "bfloat16"),
+                   V=HostTensor(vb, "bfloat16"), O=HostTensor(o, "bfloat16"), LSE=HostTensor(lse, "float32"),
+                   q_descale=one, k_descale=one, v_descale=one, **zero, stride_qb=0, stride_qh=d, stride_qs=hq * d,
+                   stride_kb=0, stride_kh=d, stride_ks=hkv * d, stride_vb=0, stride_vh=d, stride_vs=hkv * d,
+                   stride_ob=0, stride_oh=d, stride_os=hq * d, softmax_scale=0.125, seqlen_q=20, seqlen_k=max_k,
+                   heads_q=hq, group_size=hq // hkv, write_lse=1, window_left=-1, window_right=-1, softcap=0.0,
+                   cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"), varlen=1,
+                   total_q=30, total_k=70, HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=False, V_TRANSPOSED=False,
+                   WARP_SPECIALIZE=False, EVEN_N=False, BLOCK_DESCALE=False, SOFTCAP=False)
+            got = from_bf16_bits(o).astype(np.float64)
+            with self.subTest(case=case):
+                self.assertTrue(np.isnan(got[10:30]).all() and np.isnan(lse[1, :, :20]).all(), "bad sequence: NaN")
+                qf, kf, vf = from_bf16_bits(qb), from_bf16_bits(kb), from_bf16_bits(vb)
+                ref, _ = attention(qf[None, :10], kf[None, :30], vf[None, :30], False, 0.125)
+                self.assertLess(np.linalg.norm(got[None, :10] - ref) / np.linalg.norm(ref), 0.01, "good sequence")
 
     def test_checker_sees_a_shifted_sequence(self):
         # The same data with sequence 1's offsets moved by one key must not pass: the reference is per sequence.

@@ -111,6 +111,22 @@ class FmhaFwd {
     /// Logit soft-capping (Gemma 2): scores s = softmax_scale * q.k become softcap * tanh(s / softcap); 0: off.
     /// Needs a "softcap" instance.
     float softcap = 0.0f;
+    /// Varlen (packed sequences, FlashAttention's convention), set by giving both offset arrays: q and o are
+    /// [total_q, heads_q, head_dim], k and v [total_k, heads_kv, head_dim] (the TensorRefs' stride_b is ignored);
+    /// sequence b's query rows are cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 and its keys likewise (int32
+    /// [batch + 1] on the device, never read on the host). problem.batch counts the sequences and
+    /// problem.seqlen_q / seqlen_k bound their lengths (the grid); causal and windows apply per sequence
+    /// (bottom-right aligned). A sequence whose offsets are not monotonic, leave [0, total] or exceed those bounds
+    /// gets NaN in its rows (O and LSE) where its query range lies inside q, and nothing is read for it. LSE is
+    /// [batch, heads_q, seqlen_q] (rows past a sequence's length untouched). Triton instances only (not gluon,
+    /// evenn or per-block descales); V in key order (FP8 V is transposed by the library, each sequence's keys
+    /// 16-byte aligned in the workspace).
+    int32_t const* cu_seqlens_q = nullptr;
+    int32_t const* cu_seqlens_k = nullptr;
+    int64_t total_q = 0;
+    int64_t total_k = 0;
+
+    bool varlen() const { return cu_seqlens_q != nullptr || cu_seqlens_k != nullptr; }
   };
 
   /// Checks every argument against the compiled instances; the message names the argument and value.
