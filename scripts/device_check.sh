@@ -11,6 +11,7 @@
 #   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
+#   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +61,11 @@ if step decode; then
   PYTHONPATH=build/python timeout 300 python3 bench/bench_decode.py --window --csv "$OUT/bench_decode.csv" \
     > "$OUT/decode.txt" 2>&1 || status=1
   cat "$OUT/decode.txt"
+fi
+if step varlen; then
+  PYTHONPATH=build/python timeout 200 python3 bench/bench_varlen.py --csv "$OUT/bench_varlen.csv" > "$OUT/varlen.txt" 2>&1 \
+    || status=1
+  cat "$OUT/varlen.txt"
 fi
 if step sanitize; then
   OUT="$OUT" scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1 || status=1

@@ -135,6 +135,43 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     return (out, lse) if return_lse else out
 
 
+def fmha_fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, q_descale=None,
+                    k_descale=None, v_descale=None, softmax_scale=None, causal=False, return_lse=False,
+                    kernel_name=None, out=None, window=None, softcap=0.0):
+    """Attention over packed sequences (FlashAttention's varlen convention).
+
+    q: [total_q, H_q, D], k and v: [total_k, H_kv, D]; sequence b's query rows are cu_seqlens_q[b] ..
+    cu_seqlens_q[b + 1] - 1 and its keys cu_seqlens_k[b] .. cu_seqlens_k[b + 1] - 1 (int32 CUDA tensors of
+    batch + 1 offsets). max_seqlen_q / max_seqlen_k: host-side bounds on the lengths (the grid). Causal and windows
+    apply per sequence, bottom-right aligned. Descales: [1] or [batch, H_kv] (per sequence and kv head). A
+    sequence whose offsets are not monotonic, leave the tensors or exceed the bounds gets NaN rows.
+    Returns O [total_q, H_q, D] (BF16), or (O, LSE) with return_lse, LSE float32 [batch, H_q, max_seqlen_q] (rows
+    past a sequence's length untouched). Triton instances run it (not the Gluon ones)."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 3:
+            raise ValueError(f"{name}: expected a 3-D [total, heads, head_dim] tensor, got "
+                             f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
+    if out is None:
+        out = _allocate_output(q)
+    if not isinstance(out, torch.Tensor) or out.dim() != 3:
+        raise ValueError("out: expected a 3-D [total_q, heads_q, head_dim] tensor")
+    lse = None
+    if return_lse:
+        lse = torch.full((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), float("nan"),
+                         dtype=torch.float32, device=q.device)
+    stream, current = _stream_and_device(q)
+    args = (q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
+            0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
+            False, False, *_window(window), float(softcap or 0.0), cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
+            int(max_seqlen_k))
+    if current:
+        _ext.fmha_fwd_varlen(*args, stream=stream, allocate=_workspace_alloc, release=_workspace_free)
+    else:
+        with torch.cuda.device(q.device):
+            _ext.fmha_fwd_varlen(*args, stream=stream, allocate=_workspace_alloc, release=_workspace_free)
+    return (out, lse) if return_lse else out
+
+
 def select_kernel(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
                   return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False, window=None,
                   softcap=0.0):

@@ -320,6 +320,64 @@ void initialize_and_run(Op& op, typename Op::Arguments const& args, size_t neede
   if (!status) raise_status(status);
 }
 
+/// Varlen: q, k, v, out arrive as [1, total, heads, head_dim] views (fmha.fmha_fwd_varlen adds the leading 1),
+/// cu_seqlens_q / cu_seqlens_k as contiguous int32 [batch + 1] on q's device, LSE as [batch, heads_q,
+/// max_seqlen_q]. The descales are per tensor or [batch, heads_kv] per sequence.
+FmhaFwd::Arguments make_varlen_arguments(Call const& c, nb::handle cu_q_obj, nb::handle cu_k_obj, int max_seqlen_q,
+                                         int max_seqlen_k, int* device) {
+  Call dense = c;
+  nb::none none;
+  dense.lse = dense.q_descale = dense.k_descale = dense.v_descale = none;  // checked below against the batch
+  FmhaFwd::Arguments args = make_arguments(dense, device);
+  TensorView cu_q = read("cu_seqlens_q", cu_q_obj), cu_k = read("cu_seqlens_k", cu_k_obj);
+  for (auto [name, view] : {std::pair<char const*, TensorView const*>{"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}}) {
+    check_rank(name, *view, 1, "[batch + 1]");
+    check_device(name, *view, *device, "q");
+    if (view->dtype != fp8attn_py::kTorchI32 || view->shape[0] < 1 || (view->shape[0] > 1 && view->stride[0] != 1)) {
+      raise_value_error(name, ": must be a contiguous torch.int32 [batch + 1] tensor, got ", dtype_name(*view), " ",
+                        shape_string(*view));
+    }
+  }
+  if (cu_k.shape[0] != cu_q.shape[0]) {
+    raise_value_error("cu_seqlens_k: ", cu_k.shape[0], " offsets, cu_seqlens_q has ", cu_q.shape[0]);
+  }
+  if (max_seqlen_q < 0 || max_seqlen_k < 0) {
+    raise_value_error("max_seqlen_q=", max_seqlen_q, ", max_seqlen_k=", max_seqlen_k, ": must be >= 0");
+  }
+  auto& p = args.problem;
+  args.total_q = p.seqlen_q;  // the packed length ([1, total, ...] views)
+  args.total_k = p.seqlen_k;
+  p.batch = to_int("batch", cu_q.shape[0] - 1);
+  p.seqlen_q = max_seqlen_q;
+  p.seqlen_k = max_seqlen_k;
+  args.cu_seqlens_q = reinterpret_cast<int32_t const*>(cu_q.data);
+  args.cu_seqlens_k = reinterpret_cast<int32_t const*>(cu_k.data);
+  args.q_descale = descale_ref("q_descale", read("q_descale", c.q_descale), p.batch, p.heads_kv, p.heads_q, 0, *device);
+  args.k_descale = descale_ref("k_descale", read("k_descale", c.k_descale), p.batch, p.heads_kv, 0, 0, *device);
+  args.v_descale = descale_ref("v_descale", read("v_descale", c.v_descale), p.batch, p.heads_kv, 0, 0, *device);
+  TensorView lse = read("lse", c.lse);
+  if (lse.present) {
+    check_device("lse", lse, *device);
+    if (lse.dtype != fp8attn_py::kTorchF32 || lse.ndim != 3 || lse.shape[0] != p.batch || lse.shape[1] != p.heads_q ||
+        lse.shape[2] != p.seqlen_q) {
+      raise_value_error("lse: must be torch.float32 [batch=", p.batch, ", heads_q=", p.heads_q,
+                        ", max_seqlen_q=", p.seqlen_q, "], got ", dtype_name(lse), " ", shape_string(lse));
+    }
+    args.lse = reinterpret_cast<float*>(lse.data);
+  }
+  return args;
+}
+
+char const* fmha_fwd_varlen(Call const& c, nb::handle cu_q, nb::handle cu_k, int max_seqlen_q, int max_seqlen_k,
+                            uintptr_t stream_handle, nb::handle allocate, nb::handle release) {
+  int device = 0;
+  FmhaFwd::Arguments const args = make_varlen_arguments(c, cu_q, cu_k, max_seqlen_q, max_seqlen_k, &device);
+  if (Status s = FmhaFwd::can_implement(args); !s) raise_status(s);
+  FmhaFwd op;
+  initialize_and_run(op, args, FmhaFwd::get_workspace_size(args), stream_handle, allocate, release);
+  return op.kernel_name();
+}
+
 char const* fmha_fwd(Call const& c, uintptr_t stream_handle, nb::handle allocate, nb::handle release) {
   int device = 0;
   FmhaFwd::Arguments const args = make_arguments(c, &device);
@@ -705,6 +763,16 @@ NB_MODULE(_fp8attn_ext, m) {
       "The torch dtype objects (float8_e4m3fn, float8_e5m2, bfloat16, float16, float32, int8, int32); called\n"
       "once at import.");
 
+  m.def(
+      "fmha_fwd_varlen",
+      [](FP8ATTN_CALL_PARAMS, nb::handle cu_seqlens_q, nb::handle cu_seqlens_k, int max_seqlen_q, int max_seqlen_k,
+         uintptr_t stream, nb::handle allocate, nb::handle release) {
+        return fmha_fwd_varlen(FP8ATTN_CALL, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, stream, allocate,
+                               release);
+      },
+      FP8ATTN_CALL_NB_ARGS, "cu_seqlens_q"_a, "cu_seqlens_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a, "stream"_a,
+      "allocate"_a, "release"_a,
+      "Varlen attention forward (fp8attn.fmha_fwd_varlen is the Python API); returns the instance's name.");
   m.def(
       "fmha_fwd",
       [](FP8ATTN_CALL_PARAMS, uintptr_t stream, nb::handle allocate, nb::handle release) {

@@ -1,0 +1,85 @@
+"""Varlen prefill (fp8attn.fmha_fwd_varlen, packed sequences) against the dense call at the same total work, issue
+9's "within 5% of the dense kernel's TFLOP/s": B sequences of equal length S packed, vs the dense [B, S, H, D]
+call forced onto the same Triton instance (varlen does not run on the Gluon kernel, so the dense Gluon call is
+printed beside them), and a ragged batch of the same total tokens. FP8 (quantized once, V transpose included in
+both) and BF16, D=128, H_q = H_kv = 32, causal and not.
+
+    PYTHONPATH=build/python python3 bench/bench_varlen.py --csv out.csv
+
+A benchmark, never a test: it prints a table and writes what --csv names.
+"""
+
+import argparse
+import csv
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda)
+
+CASES = [(8, 4096), (2, 16384), (32, 1024)]  # (batch, seqlen): 32k tokens each
+HEADS, HEAD_DIM = 32, 128
+
+
+def run(dtype, causal, batch, seqlen, args):
+    import torch
+
+    import fp8attn
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shape = (batch, seqlen, HEADS, HEAD_DIM)
+    q, k, v = (torch.randn(shape, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
+    kw = {}
+    if dtype == "e4m3":
+        (q, qd), (k, kd), (v, vd) = fp8attn.quantize(q), fp8attn.quantize(k), fp8attn.quantize(v)
+        kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
+    flops = 4 * batch * HEADS * seqlen * seqlen * HEAD_DIM / (2 if causal else 1)
+    lens = torch.full((batch,), seqlen, dtype=torch.int32)
+    cu = torch.cat([torch.zeros(1, dtype=torch.int32), lens.cumsum(0).to(torch.int32)]).cuda()
+    qp, kp, vp = (t.reshape(batch * seqlen, HEADS, HEAD_DIM) for t in (q, k, v))
+    # The Triton instance the dense call would take without the Gluon and evenn ones: a window wider than every
+    # sequence (no window in effect) excludes them the way varlen does.
+    name = fp8attn.select_kernel(q, k, v, causal=causal, window=(seqlen, -1), **kw)
+    rec = {"dtype": dtype, "causal": causal, "batch": batch, "seqlen": seqlen, "triton_instance": name}
+    for label, fn in (
+            ("dense_best", lambda: fp8attn.fmha_fwd(q, k, v, causal=causal, **kw)),
+            ("dense_same_instance", lambda: fp8attn.fmha_fwd(q, k, v, causal=causal, kernel_name=name, **kw)),
+            ("varlen", lambda: fp8attn.fmha_fwd_varlen(qp, kp, vp, cu, cu, seqlen, seqlen, causal=causal, **kw))):
+        try:
+            rec[label] = flops / (bvc.time_cuda(fn, args) * 1e-3) / 1e12
+        except Exception as e:  # noqa: BLE001 - a row, not a crash
+            rec[label] = None
+            rec[f"{label}_failure"] = f"{type(e).__name__}: {e}"[:200]
+    if rec.get("varlen") and rec.get("dense_same_instance"):
+        rec["varlen_vs_dense"] = rec["varlen"] / rec["dense_same_instance"]
+    return rec
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", default="")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--target-ms", type=float, default=20.0)
+    args = ap.parse_args()
+    rows = []
+    print(f"{'dtype':>5} {'causal':>6} {'B x S':>10} {'dense (best)':>13} {'dense (same)':>13} {'varlen':>8} {'ratio':>6}")
+    for dtype in ("e4m3", "bf16"):
+        for causal in (False, True):
+            for batch, seqlen in CASES:
+                r = run(dtype, causal, batch, seqlen, args)
+                rows.append(r)
+                cell = lambda key: f"{r[key]:.0f}" if r.get(key) else "-"  # noqa: E731
+                ratio = f"{r['varlen_vs_dense']:.3f}" if r.get("varlen_vs_dense") else "-"
+                print(f"{dtype:>5} {int(causal):>6} {f'{batch}x{seqlen}':>10} {cell('dense_best'):>13} "
+                      f"{cell('dense_same_instance'):>13} {cell('varlen'):>8} {ratio:>6}", flush=True)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
+            w.writeheader()
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()

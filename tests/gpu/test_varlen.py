@@ -1,0 +1,113 @@
+"""Varlen prefill on the H200 (fp8attn.fmha_fwd_varlen: packed sequences, cu_seqlens): every sequence against
+float64 attention on its own, FP8 and BF16, causal (bottom-right per sequence) and not, GQA, per-sequence
+descales, LSE, windows; the same bits as the dense call for one sequence; bad offsets give NaN rows; errors.
+tests/cpu/test_fmha_interpreter.py runs the kernels in Triton's interpreter."""
+
+import math
+
+import pytest
+
+import fmha_utils as fu
+
+if fu.SKIP_REASON:
+    pytest.skip(fu.SKIP_REASON, allow_module_level=True)
+
+import torch  # noqa: E402
+
+import fp8attn  # noqa: E402
+
+
+def packed(lens, heads, d, gen, scale=1.0):
+    return torch.randn((sum(lens), heads, d), generator=gen, device="cuda") * scale
+
+
+def cu(lens):
+    return torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32, device="cuda")
+
+
+def reference(q, k, v, lens_q, lens_k, causal, scale, window=(-1, -1)):
+    """float64 per sequence; q, k, v dequantized [total, heads, d]."""
+    out = torch.zeros(q.shape, dtype=torch.float64, device="cuda")
+    g = q.shape[1] // k.shape[1]
+    oq = ok = 0
+    for sq, sk in zip(lens_q, lens_k):
+        qs, ks, vs = (t.double().transpose(0, 1) for t in (q[oq:oq + sq], k[ok:ok + sk], v[ok:ok + sk]))
+        ks, vs = ks.repeat_interleave(g, 0), vs.repeat_interleave(g, 0)
+        s = qs @ ks.transpose(-1, -2) * scale
+        i = torch.arange(sq, device="cuda")[:, None] + (sk - sq)
+        j = torch.arange(sk, device="cuda")[None, :]
+        keep = torch.ones(sq, sk, dtype=torch.bool, device="cuda")
+        if causal:
+            keep &= j <= i
+        if window[0] >= 0:
+            keep &= j >= i - window[0]
+        if window[1] >= 0:
+            keep &= j <= i + window[1]
+        s = s.masked_fill(~keep, float("-inf"))
+        p = torch.softmax(s, -1).nan_to_num(0.0)
+        out[oq:oq + sq] = (p @ vs).transpose(0, 1)
+        oq += sq
+        ok += sk
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["e4m3", "bf16"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_against_float64_per_sequence(dtype, causal, seed):
+    gen = fu.generator(seed)
+    lens_q, lens_k = [1, 300, 77, 1000, 0, 129], [1, 300, 500, 1000, 40, 129]
+    hq, hkv, d = 8, 2, 128
+    q, k, v = packed(lens_q, hq, d, gen, 2.0), packed(lens_k, hkv, d, gen, 2.0), packed(lens_k, hkv, d, gen)
+    kw = {}
+    if dtype == "e4m3":
+        (q8, qd), (k8, kd), (v8, vd) = (fp8attn.quantize(t[None]) for t in (q.bfloat16(), k.bfloat16(), v.bfloat16()))
+        q8, k8, v8 = q8[0], k8[0], v8[0]
+        kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
+        qf, kf, vf = q8.double() * qd.double(), k8.double() * kd.double(), v8.double() * vd.double()
+    else:
+        q8, k8, v8 = q.bfloat16(), k.bfloat16(), v.bfloat16()
+        qf, kf, vf = q8.double(), k8.double(), v8.double()
+    o, lse = fp8attn.fmha_fwd_varlen(q8, k8, v8, cu(lens_q), cu(lens_k), max(lens_q), max(lens_k), causal=causal,
+                                     return_lse=True, **kw)
+    torch.cuda.synchronize()
+    ref = reference(qf, kf, vf, lens_q, lens_k, causal, 1 / math.sqrt(d))
+    assert torch.isfinite(o).all()
+    err = ((o.double() - ref).norm() / ref.norm()).item()
+    assert err < (0.05 if dtype == "e4m3" else 0.01), f"relative error {err:.4f}"
+    assert lse.shape == (len(lens_q), hq, max(lens_q))
+
+
+def test_one_sequence_matches_the_dense_call(seed):
+    gen = fu.generator(seed)
+    q, k, v = (packed([700], h, 128, gen).bfloat16() for h in (4, 2, 2))
+    dense = fp8attn.fmha_fwd(q[None], k[None], v[None], causal=True)[0]
+    var = fp8attn.fmha_fwd_varlen(q, k, v, cu([700]), cu([700]), 700, 700, causal=True,
+                                  kernel_name=fp8attn.select_kernel(q[None], k[None], v[None], causal=True))
+    torch.cuda.synchronize()
+    assert torch.equal(var, dense)
+
+
+def test_window_per_sequence(seed):
+    gen = fu.generator(seed)
+    lens = [500, 33, 900]
+    q, k, v = (packed(lens, h, 128, gen).bfloat16() for h in (4, 4, 4))
+    o = fp8attn.fmha_fwd_varlen(q, k, v, cu(lens), cu(lens), 900, 900, causal=True, window=(64, -1))
+    torch.cuda.synchronize()
+    ref = reference(q.double(), k.double(), v.double(), lens, lens, True, 1 / math.sqrt(128), (64, -1))
+    assert ((o.double() - ref).norm() / ref.norm()).item() < 0.01
+
+
+def test_bad_offsets_give_nan_rows_and_errors(seed):
+    gen = fu.generator(seed)
+    q, k, v = (packed([100, 100], 2, 128, gen).bfloat16() for _ in range(3))
+    cu_q = cu([100, 100])
+    cu_k = cu([100, 100])
+    o = fp8attn.fmha_fwd_varlen(q, k, v, cu_q, cu_k, 100, 90)  # both sequences longer than max_seqlen_k
+    torch.cuda.synchronize()
+    assert torch.isnan(o).all()
+    with pytest.raises(ValueError, match="cu_seqlens_k"):
+        fp8attn.fmha_fwd_varlen(q, k, v, cu_q, cu_k.long(), 100, 100)
+    with pytest.raises(ValueError, match="cu_seqlens_k"):
+        fp8attn.fmha_fwd_varlen(q, k, v, cu_q, cu_k[:2], 100, 100)
+    with pytest.raises(ValueError, match="q: expected a 3-D"):
+        fp8attn.fmha_fwd_varlen(q[None], k, v, cu_q, cu_k, 100, 100)
