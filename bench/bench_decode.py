@@ -12,7 +12,6 @@ This is a benchmark, never a test: it prints a table and writes what --csv names
 """
 
 import argparse
-import csv
 import os
 import sys
 
@@ -170,10 +169,7 @@ def main():
     if args.window:
         rows += run_window(args)
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
-            w.writeheader()
-            w.writerows(rows)
+        bvc.write_rows(args.csv, rows)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ A benchmark, never a test: it prints a table and writes what --csv names.
 """
 
 import argparse
-import csv
 import os
 import sys
 
@@ -75,10 +74,7 @@ def main():
                 print(f"{dtype:>5} {int(causal):>6} {f'{batch}x{seqlen}':>10} {cell('dense_best'):>13} "
                       f"{cell('dense_same_instance'):>13} {cell('varlen'):>8} {ratio:>6}", flush=True)
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
-            w.writeheader()
-            w.writerows(rows)
+        bvc.write_rows(args.csv, rows)
 
 
 if __name__ == "__main__":

@@ -257,6 +257,14 @@ def run_cudnn_fp8(configs, args):
 
 # ---- torch providers -------------------------------------------------------------------------------------------
 
+def write_rows(path, rows):
+    """rows (dicts) as CSV, the union of their keys as columns in sorted order (missing cells empty)."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def time_cuda(fn, args):
     """Median ms per call: CUDA events around back-to-back calls, after warm-up."""
     import torch
