@@ -58,7 +58,7 @@ TRITON_PARAMS = [
     Param("seqlen", "i32"), Param("seqlen_pad", "i32", True), Param("heads_kv", "i32"),
     Param("stride_vb", "i64", True), Param("stride_vh", "i64", True), Param("stride_vs", "i64", True),
     # Varlen: int32 [batch + 1] key offsets of the packed V; varlen = 0 ignores them.
-    Param("cu_seqlens", "ptr"), Param("varlen", "i32"),
+    Param("cu_seqlens", "ptr"), Param("varlen", "i32"), Param("total", "i32"),
 ]
 
 TMA_PARAMS = [

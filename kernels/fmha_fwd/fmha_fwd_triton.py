@@ -179,9 +179,12 @@ def fmha_fwd_kernel(
         q_end = tl.load(cu_seqlens_q + b + 1)
         k_start = tl.load(cu_seqlens_k + b)
         k_end = tl.load(cu_seqlens_k + b + 1)
-        q_ok = (q_start >= 0) & (q_end >= q_start) & (q_end <= total_q)
+        # Monotonic around this sequence too (cu[b - 1] <= cu[b]): with every sequence checking its neighbour,
+        # out-of-order offsets cannot make two sequences share rows (or V^T columns).
+        prev = tl.maximum(b - 1, 0)
+        q_ok = (q_start >= 0) & (q_end >= q_start) & (q_end <= total_q) & (tl.load(cu_seqlens_q + prev) <= q_start)
         bad_seq = ~q_ok | (q_end - q_start > seqlen_q) | (k_start < 0) | (k_end < k_start) | (k_end > total_k) | \
-            (k_end - k_start > seqlen_k)
+            (k_end - k_start > seqlen_k) | (tl.load(cu_seqlens_k + prev) > k_start)
         q_start = tl.where(q_ok, q_start, 0)
         seqlen_q = tl.where(q_ok, tl.minimum(q_end - q_start, max_seqlen_q), 0)
         k_start = tl.where(bad_seq, 0, k_start)
@@ -231,7 +234,12 @@ def fmha_fwd_kernel(
     f_i = tl.full([BLOCK_M], NEG_BIG, dtype=tl.float32)  # frame of acc and l: 2^f_i scales them to true sums
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    q = q_desc.load([start_m, 0])
+    if WARP_SPECIALIZE:  # never varlen (the host refuses it): no branch before the warp-specialized loop
+        q = q_desc.load([start_m, 0])
+    elif start_m < seqlen_q:
+        q = q_desc.load([start_m, 0])
+    else:  # varlen: a block past this sequence's end (an empty sequence's descriptor has a zero extent)
+        q = tl.zeros([BLOCK_M, HEAD_DIM], dtype=Q.dtype.element_ty)
 
     # Row i sees keys i + lo_off <= j <= i + hi_off (and j < seqlen_k).
     causal_offset = seqlen_k - seqlen_q

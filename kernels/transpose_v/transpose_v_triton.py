@@ -17,7 +17,7 @@ accumulator fragment holds them (kernels/fmha_fwd/fmha_fwd_gluon.py, KEY_PERMUTE
 contiguous head_dim load) and stores positions contiguously as before; seqlen_pad is a multiple of 32, and
 positions whose key is past seqlen hold zeros.
 
-Varlen (varlen != 0; packed sequences, V [total_k, heads_kv, HEAD_DIM] with stride_vb = 0): sequence b's keys
+Varlen (varlen != 0; packed sequences, V [total, heads_kv, HEAD_DIM] with stride_vb = 0): sequence b's keys
 are cu_seqlens[b] .. cu_seqlens[b + 1] - 1, seqlen is the longest length (the grid's) and seqlen_pad the length
 of a V^T row, [heads_kv, HEAD_DIM, seqlen_pad]. Sequence b goes to columns from roundup16(cu_seqlens[b]) + 16 b
 on, so that every sequence starts 16-byte aligned (the attention kernel's TMA base) without overlapping the
@@ -34,7 +34,7 @@ def transpose_v_kernel(
     V, VT,
     seqlen, seqlen_pad, heads_kv,
     stride_vb, stride_vh, stride_vs,
-    cu_seqlens, varlen,
+    cu_seqlens, varlen, total,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, KEY_PERMUTED: tl.constexpr,
 ):
     # One [BLOCK_S, HEAD_DIM] tile per program: 3.7 TB/s on the H200 at 64 or 128 rows. Looping over several
@@ -54,7 +54,14 @@ def transpose_v_kernel(
     dst_row = bh.to(tl.int64) * HEAD_DIM * seqlen_pad
     if varlen != 0:
         k_start = tl.load(cu_seqlens + b)
-        length = tl.load(cu_seqlens + b + 1) - k_start
+        k_end = tl.load(cu_seqlens + b + 1)
+        # The attention kernel's checks (it gives such a sequence NaN rows and reads nothing): offsets outside
+        # [0, total], out of order (with the previous sequence too), or longer than the grid's seqlen. Nothing is
+        # read or written for it here either.
+        bad = (k_start < 0) | (k_end < k_start) | (k_end > total) | (k_end - k_start > seqlen) | \
+            (tl.load(cu_seqlens + tl.maximum(b - 1, 0)) > k_start)
+        k_start = tl.where(bad, 0, k_start)
+        length = tl.where(bad, 0, k_end - k_start)
         store_limit = length
         dst_row = h.to(tl.int64) * HEAD_DIM * seqlen_pad + ((k_start + 15) // 16 * 16 + 16 * b)
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)

@@ -144,7 +144,8 @@ def fmha_fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqle
     cu_seqlens_q[b + 1] - 1 and its keys cu_seqlens_k[b] .. cu_seqlens_k[b + 1] - 1 (int32 CUDA tensors of
     batch + 1 offsets). max_seqlen_q / max_seqlen_k: host-side bounds on the lengths (the grid). Causal and windows
     apply per sequence, bottom-right aligned. Descales: [1] or [batch, H_kv] (per sequence and kv head). A
-    sequence whose offsets are not monotonic, leave the tensors or exceed the bounds gets NaN rows.
+    sequence whose offsets are not monotonic, leave the tensors or exceed the bounds gets NaN rows (up to
+    max_seqlen_q of them; rows no sequence covers are not written).
     Returns O [total_q, H_q, D] (BF16), or (O, LSE) with return_lse, LSE float32 [batch, H_q, max_seqlen_q] (rows
     past a sequence's length untouched). Triton instances run it (not the Gluon ones)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -157,8 +158,7 @@ def fmha_fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqle
         raise ValueError("out: expected a 3-D [total_q, heads_q, head_dim] tensor")
     lse = None
     if return_lse:
-        lse = torch.full((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), float("nan"),
-                         dtype=torch.float32, device=q.device)
+        lse = _allocate((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), torch.float32, q.device)
     stream, current = _stream_and_device(q)
     args = (q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
             0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),

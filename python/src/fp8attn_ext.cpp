@@ -363,6 +363,11 @@ FmhaFwd::Arguments make_varlen_arguments(Call const& c, nb::handle cu_q_obj, nb:
       raise_value_error("lse: must be torch.float32 [batch=", p.batch, ", heads_q=", p.heads_q,
                         ", max_seqlen_q=", p.seqlen_q, "], got ", dtype_name(lse), " ", shape_string(lse));
     }
+    int64_t expected = 1;  // written densely, as in the dense call
+    for (int i = 2; i >= 0; --i) {
+      if (lse.shape[i] > 1 && lse.stride[i] != expected) raise_value_error("lse: must be contiguous, got strides (", lse.stride[0], ", ", lse.stride[1], ", ", lse.stride[2], ")");
+      expected *= lse.shape[i];
+    }
     args.lse = reinterpret_cast<float*>(lse.data);
   }
   return args;

@@ -76,7 +76,8 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
   if (args.varlen() && (instance.family == library::KernelFamily::kGluon || k.even_n || k.warp_specialized)) {
     return fail([&] {
       return std::string("varlen (cu_seqlens) but the instance has no per-sequence offsets (") +
-             (instance.family == library::KernelFamily::kGluon ? "gluon" : "evenn") + ")";
+             (instance.family == library::KernelFamily::kGluon ? "gluon" : k.even_n ? "evenn" : "warp-specialized") +
+             ")";
     });
   }
   bool const window = args.window_left >= 0 || args.window_right >= 0;

@@ -99,7 +99,7 @@ Status run_plan(FmhaFwdPlan const& plan, StreamHandle stream);
 /// (cu_seqlens non-null, v packed [total_k, heads, head_dim]): one row of seqlen_pad = varlen_vt_row(total_k,
 /// batch) elements per (head, d), sequence b from roundup16(cu_seqlens[b]) + 16 b; seqlen is the longest length.
 Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
-                      int64_t seqlen_pad, int32_t const* cu_seqlens, CUfunction* function,
+                      int64_t seqlen_pad, int32_t const* cu_seqlens, int64_t total, CUfunction* function,
                       runtime::LaunchConfig* launch, runtime::ParamPack* params);
 
 /// The varlen V^T row length: every sequence's keys, each sequence starting 16-byte aligned.

@@ -111,7 +111,7 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
 int64_t varlen_vt_row(int64_t total_k, int64_t batch) { return (total_k + 15) / 16 * 16 + 16 * batch; }
 
 Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
-                      int64_t seqlen_pad, int32_t const* cu_seqlens, CUfunction* function,
+                      int64_t seqlen_pad, int32_t const* cu_seqlens, int64_t total, CUfunction* function,
                       runtime::LaunchConfig* launch, runtime::ParamPack* params) {
   CudaDriver const* driver = nullptr;
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
@@ -151,6 +151,7 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
     tp.stride_vs = v.stride_s;
     tp.cu_seqlens = cu_seqlens;
     tp.varlen = cu_seqlens ? 1 : 0;
+    tp.total = cu_seqlens ? static_cast<int32_t>(total) : 0;
     if (cu_seqlens) tp.stride_vb = 0;
     tp.pack(*params);
   }
@@ -180,7 +181,8 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
     KernelInstance const* t = find_transpose_instance(p.head_dim, fmha_config(instance).v_key_permuted);
     void* vt = at(workspace, w.vt_offset);
     if (Status s = plan_transpose(*t, args.v, vt, p.batch, p.heads_kv, p.seqlen_k, w.seqlen_pad, args.cu_seqlens_k,
-                                  &plan->transpose_function, &plan->transpose_launch, &plan->transpose_params);
+                                  args.total_k, &plan->transpose_function, &plan->transpose_launch,
+                                  &plan->transpose_params);
         !s) {
       return s;
     }

@@ -243,6 +243,14 @@ Status validate(Arguments const& args) {
       if (total < 0 || total > INT32_MAX) return invalid(std::string(field) + "=" + num(total) + " must be in [0, 2^31)");
     }
     if (args.v_key_permuted) return invalid("v_key_permuted=true with varlen: give V in key order (the library transposes it)");
+    if (b > 0 && args.total_q > 0 && p.seqlen_q == 0) {
+      return invalid("seqlen_q=0 (the longest sequence's bound) with total_q=" + num(args.total_q) +
+                     " packed rows: nothing would run and o would stay unwritten");
+    }
+    if (varlen_vt_row(args.total_k, b) > INT32_MAX) {
+      return invalid("total_k=" + num(args.total_k) + " keys of batch=" + num(b) +
+                     " sequences: the varlen V^T row (16-byte aligned per sequence) passes 2^31 elements");
+    }
     if (args.q_descale.stride_block != 0 || args.k_descale.stride_block != 0) {
       return invalid("per-block descales (stride_block) with varlen: blocks would straddle sequences");
     }

@@ -281,7 +281,7 @@ class Varlen(unittest.TestCase):
         vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
         launch(transpose_v_kernel, triton.cdiv(max(lens), 64) * batch * hkv, V=HostTensor(v8, "uint8"),
                VT=HostTensor(vt, "uint8"), seqlen=max(lens), seqlen_pad=total_pad, heads_kv=hkv,
-               stride_vb=0, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1,
+               stride_vb=0, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1, total=total,
                HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
         want = np.full_like(vt, 0x7F)
         for b, off in enumerate(varlen_vt_offsets(cu)):
@@ -292,7 +292,7 @@ class Varlen(unittest.TestCase):
         launch(transpose_v_kernel, 2 * 2 * hkv, V=HostTensor(dense, "uint8"),
                VT=HostTensor(out, "uint8"), seqlen=100, seqlen_pad=128, heads_kv=hkv,
                stride_vb=100 * hkv * d, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"),
-               varlen=0, HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
+               varlen=0, total=0, HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
         self.assertTrue(np.array_equal(out, vt_of(dense).array), "dense V^T (zero padding) unchanged")
 
     def test_bad_offsets_give_nan_rows_and_no_access_outside(self):
@@ -333,6 +333,72 @@ class Varlen(unittest.TestCase):
                 qf, kf, vf = from_bf16_bits(qb), from_bf16_bits(kb), from_bf16_bits(vb)
                 ref, _ = attention(qf[None, :10], kf[None, :30], vf[None, :30], False, 0.125)
                 self.assertLess(np.linalg.norm(got[None, :10] - ref) / np.linalg.norm(ref), 0.01, "good sequence")
+
+    def test_varlen_transpose_skips_bad_offsets(self):
+        """Offsets past total, negative, out of order or longer than seqlen: the transpose reads and writes nothing
+        for that sequence (the harness checks every access) and the good ones are written as usual."""
+        rng = np.random.default_rng(6)
+        hkv, d = 1, 64
+        v8 = rng.integers(0, 0x7E, (70, hkv, d), dtype=np.uint8)
+        for cu_list, good in (([0, 30, 75], [0]), ([0, 30, 100000], [0]), ([-64, 30, 70], [1]),
+                              ([32, 64, 0, 32], [0]), ([0, 30, 70], [0, 1])):
+            cu = np.array(cu_list, np.int32)
+            batch = len(cu) - 1
+            total_pad = (70 + 15) // 16 * 16 + 16 * batch
+            vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
+            launch(transpose_v_kernel, triton.cdiv(40, 64) * batch * hkv, V=HostTensor(v8, "uint8"),
+                   VT=HostTensor(vt, "uint8"), seqlen=40, seqlen_pad=total_pad, heads_kv=hkv, stride_vb=0,
+                   stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1, total=70,
+                   HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
+            offs = varlen_vt_offsets(np.maximum(cu, 0))
+            with self.subTest(cu=cu_list):
+                for b in good:
+                    seg = vt[:, :, offs[b]:offs[b] + cu[b + 1] - cu[b]]
+                    self.assertTrue(np.array_equal(seg, v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)), f"sequence {b}")
+                # (The source bytes are below 0x7E, so every written byte differs from the 0x7F fill.)
+                self.assertEqual(int((vt != 0x7F).sum()), sum(int(cu[b + 1] - cu[b]) * hkv * d for b in good),
+                                 "bytes written only for the good sequences")
+
+    def test_fp8_with_an_empty_last_sequence(self):
+        # q_start == total_q and k_start == total_k for the last sequence: nothing is read for it.
+        self.run_case([20, 30, 0], [40, 50, 0], True, "e4m3", seed=7)
+
+    def test_fp8_out_of_order_offsets(self):
+        """cu_k = [32, 64, 0, 32]: sequences 0 and 2 are each valid alone, but their V^T columns would coincide
+        (roundup16(c) + 16 b = 32). Sequence 2 sees its neighbour's larger offset and is NaN, as is sequence 1
+        (64 > 0); sequence 0 is exact. The transpose and the attention kernel apply the same checks."""
+        rng = np.random.default_rng(3)
+        hq, hkv, d = 2, 1, 64
+        cu_q, cu_k = np.array([0, 16, 16, 32], np.int32), np.array([32, 64, 0, 32], np.int32)
+        q, k, v = (rng.standard_normal(s) for s in ((32, hq, d), (64, hkv, d), (64, hkv, d)))
+        qd, kd, vd = (np.array([np.abs(x).max() / 448.0], np.float32) for x in (q, k, v))
+        q8, k8, v8 = encode_e4m3(q / qd[0]), encode_e4m3(k / kd[0]), encode_e4m3(v / vd[0])
+        total_pad = 64 + 16 * 3
+        vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
+        launch(transpose_v_kernel, 3 * hkv, V=HostTensor(v8, "uint8"), VT=HostTensor(vt, "uint8"), seqlen=32,
+               seqlen_pad=total_pad, heads_kv=hkv, stride_vb=0, stride_vh=d, stride_vs=hkv * d,
+               cu_seqlens=HostTensor(cu_k, "int32"), varlen=1, total=64, HEAD_DIM=d, BLOCK_S=64,
+               KEY_PERMUTED=False)
+        o = np.zeros((32, hq, d), np.uint16)
+        lse = np.zeros((3, hq, 16), np.float32)
+        zero = dict(q_descale_stride_b=0, q_descale_stride_h=0, q_descale_stride_hq=0, q_descale_stride_blk=0,
+                    k_descale_stride_b=0, k_descale_stride_h=0, k_descale_stride_blk=0, v_descale_stride_b=0,
+                    v_descale_stride_h=0)
+        launch(fmha_fwd_kernel, 3 * hq, Q=HostTensor(q8, "float8_e4m3fn"), K=HostTensor(k8, "float8_e4m3fn"),
+               V=HostTensor(vt, "float8_e4m3fn"), O=HostTensor(o, "bfloat16"), LSE=HostTensor(lse, "float32"),
+               q_descale=HostTensor(qd, "float32"), k_descale=HostTensor(kd, "float32"),
+               v_descale=HostTensor(vd, "float32"), **zero, stride_qb=0, stride_qh=d, stride_qs=hq * d, stride_kb=0,
+               stride_kh=d, stride_ks=hkv * d, stride_vb=0, stride_vh=d * total_pad, stride_vs=total_pad,
+               stride_ob=0, stride_oh=d, stride_os=hq * d, softmax_scale=1 / math.sqrt(d), seqlen_q=16,
+               seqlen_k=32, heads_q=hq, group_size=hq // hkv, write_lse=1, window_left=-1, window_right=-1,
+               softcap=0.0, cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"),
+               varlen=1, total_q=32, total_k=64, HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=False,
+               V_TRANSPOSED=True, WARP_SPECIALIZE=False, EVEN_N=False, BLOCK_DESCALE=False, SOFTCAP=False)
+        got = from_bf16_bits(o).astype(np.float64)
+        self.assertTrue(np.isnan(got[16:32]).all(), "sequence 2 (out of order with sequence 1) must be NaN")
+        qf, kf, vf = decode_e4m3(q8) * qd[0], decode_e4m3(k8) * kd[0], decode_e4m3(v8) * vd[0]
+        ref, _ = attention(qf[None, 0:16], kf[None, 32:64], vf[None, 32:64], False, 1 / math.sqrt(d))
+        self.assertLess(np.linalg.norm(got[None, 0:16] - ref) / np.linalg.norm(ref), 0.04, "sequence 0")
 
     def test_checker_sees_a_shifted_sequence(self):
         # The same data with sequence 1's offsets moved by one key must not pass: the reference is per sequence.

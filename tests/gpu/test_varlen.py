@@ -25,12 +25,12 @@ def cu(lens):
     return torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32, device="cuda")
 
 
-def reference(q, k, v, lens_q, lens_k, causal, scale, window=(-1, -1)):
-    """float64 per sequence; q, k, v dequantized [total, heads, d]."""
+def reference(q, k, v, lens_q, lens_k, causal, scale, window=(-1, -1), lse=None):
+    """float64 per sequence; q, k, v dequantized [total, heads, d]. lse: a [batch, heads, max_q] tensor to fill."""
     out = torch.zeros(q.shape, dtype=torch.float64, device="cuda")
     g = q.shape[1] // k.shape[1]
     oq = ok = 0
-    for sq, sk in zip(lens_q, lens_k):
+    for b, (sq, sk) in enumerate(zip(lens_q, lens_k)):
         qs, ks, vs = (t.double().transpose(0, 1) for t in (q[oq:oq + sq], k[ok:ok + sk], v[ok:ok + sk]))
         ks, vs = ks.repeat_interleave(g, 0), vs.repeat_interleave(g, 0)
         s = qs @ ks.transpose(-1, -2) * scale
@@ -46,16 +46,35 @@ def reference(q, k, v, lens_q, lens_k, causal, scale, window=(-1, -1)):
         s = s.masked_fill(~keep, float("-inf"))
         p = torch.softmax(s, -1).nan_to_num(0.0)
         out[oq:oq + sq] = (p @ vs).transpose(0, 1)
+        if lse is not None:
+            lse[b, :, :sq] = torch.logsumexp(s, -1)
         oq += sq
         ok += sk
     return out
 
 
-@pytest.mark.parametrize("dtype", ["e4m3", "bf16"])
+def per_sequence_e4m3(x, lens, heads_kv):
+    """e4m3 with one descale per (sequence, kv head): [batch, heads_kv] descales, the FlashAttention-3 convention
+    indexed by sequence. Returns (bytes [total, heads, d], descale, dequantized float64)."""
+    scale = torch.empty((len(lens), heads_kv), dtype=torch.float32, device="cuda")
+    out = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device="cuda")
+    group = x.shape[1] // heads_kv
+    o = 0
+    for b, n in enumerate(lens):
+        seg = x[o:o + n].float().reshape(n, heads_kv, group, -1)
+        amax = seg.abs().amax(dim=(0, 2, 3)) if n else torch.ones(heads_kv, device="cuda")
+        scale[b] = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
+        out[o:o + n] = (seg / scale[b][None, :, None, None]).reshape(n, x.shape[1], -1).to(torch.float8_e4m3fn)
+        o += n
+    rep = torch.repeat_interleave(scale, torch.tensor(lens, device="cuda"), dim=0).repeat_interleave(group, 1)
+    return out, scale, out.double() * rep.double()[:, :, None]
+
+
+@pytest.mark.parametrize("dtype", ["e4m3", "e4m3_per_sequence", "bf16"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_against_float64_per_sequence(dtype, causal, seed):
     gen = fu.generator(seed)
-    lens_q, lens_k = [1, 300, 77, 1000, 0, 129], [1, 300, 500, 1000, 40, 129]
+    lens_q, lens_k = [1, 300, 77, 1000, 0, 129, 0], [1, 300, 500, 1000, 40, 129, 0]  # the last one empty
     hq, hkv, d = 8, 2, 128
     q, k, v = packed(lens_q, hq, d, gen, 2.0), packed(lens_k, hkv, d, gen, 2.0), packed(lens_k, hkv, d, gen)
     kw = {}
@@ -64,17 +83,27 @@ def test_against_float64_per_sequence(dtype, causal, seed):
         q8, k8, v8 = q8[0], k8[0], v8[0]
         kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
         qf, kf, vf = q8.double() * qd.double(), k8.double() * kd.double(), v8.double() * vd.double()
+    elif dtype == "e4m3_per_sequence":
+        (q8, qd, qf), (k8, kd, kf), (v8, vd, vf) = (per_sequence_e4m3(t, lens, hkv) for t, lens in
+                                                    ((q, lens_q), (k, lens_k), (v, lens_k)))
+        kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
     else:
         q8, k8, v8 = q.bfloat16(), k.bfloat16(), v.bfloat16()
         qf, kf, vf = q8.double(), k8.double(), v8.double()
     o, lse = fp8attn.fmha_fwd_varlen(q8, k8, v8, cu(lens_q), cu(lens_k), max(lens_q), max(lens_k), causal=causal,
                                      return_lse=True, **kw)
     torch.cuda.synchronize()
-    ref = reference(qf, kf, vf, lens_q, lens_k, causal, 1 / math.sqrt(d))
+    ref_lse = torch.full(lse.shape, float("nan"), dtype=torch.float64, device="cuda")
+    ref = reference(qf, kf, vf, lens_q, lens_k, causal, 1 / math.sqrt(d), lse=ref_lse)
     assert torch.isfinite(o).all()
     err = ((o.double() - ref).norm() / ref.norm()).item()
-    assert err < (0.05 if dtype == "e4m3" else 0.01), f"relative error {err:.4f}"
+    assert err < (0.05 if dtype != "bf16" else 0.01), f"relative error {err:.4f}"
     assert lse.shape == (len(lens_q), hq, max(lens_q))
+    for b, n in enumerate(lens_q):  # rows past a sequence's length are the caller's (untouched)
+        got, want = lse[b, :, :n].double(), ref_lse[b, :, :n]
+        assert torch.equal(torch.isinf(got), torch.isinf(want)), f"sequence {b}: rows that see no key"
+        finite = torch.isfinite(want)
+        assert (got[finite] - want[finite]).abs().max().item() < 0.05 if finite.any() else True, f"sequence {b} LSE"
 
 
 def test_one_sequence_matches_the_dense_call(seed):
@@ -105,6 +134,17 @@ def test_bad_offsets_give_nan_rows_and_errors(seed):
     o = fp8attn.fmha_fwd_varlen(q, k, v, cu_q, cu_k, 100, 90)  # both sequences longer than max_seqlen_k
     torch.cuda.synchronize()
     assert torch.isnan(o).all()
+    # FP8 (the V transpose applies the same checks): a key offset past total_k, and offsets out of order.
+    (q8, qd), (k8, kd), (v8, vd) = (fp8attn.quantize(t[None]) for t in (q, k, v))
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
+    past = torch.tensor([0, 100, 260], dtype=torch.int32, device="cuda")
+    o = fp8attn.fmha_fwd_varlen(q8[0], k8[0], v8[0], cu_q, past, 100, 160, **kw)
+    torch.cuda.synchronize()
+    assert torch.isfinite(o[:100]).all() and torch.isnan(o[100:]).all()
+    swapped = torch.tensor([100, 200, 0], dtype=torch.int32, device="cuda")
+    o = fp8attn.fmha_fwd_varlen(q8[0], k8[0], v8[0], cu_q, swapped, 100, 100, **kw)
+    torch.cuda.synchronize()
+    assert torch.isfinite(o[:100]).all() and torch.isnan(o[100:]).all()
     with pytest.raises(ValueError, match="cu_seqlens_k"):
         fp8attn.fmha_fwd_varlen(q, k, v, cu_q, cu_k.long(), 100, 100)
     with pytest.raises(ValueError, match="cu_seqlens_k"):

@@ -116,9 +116,11 @@ class FmhaFwd {
     /// sequence b's query rows are cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 and its keys likewise (int32
     /// [batch + 1] on the device, never read on the host). problem.batch counts the sequences and
     /// problem.seqlen_q / seqlen_k bound their lengths (the grid); causal and windows apply per sequence
-    /// (bottom-right aligned). A sequence whose offsets are not monotonic, leave [0, total] or exceed those bounds
-    /// gets NaN in its rows (O and LSE) where its query range lies inside q, and nothing is read for it. LSE is
-    /// [batch, heads_q, seqlen_q] (rows past a sequence's length untouched). Triton instances only (not gluon,
+    /// (bottom-right aligned). A sequence whose offsets are not monotonic (with its neighbours too), leave
+    /// [0, total] or exceed those bounds gets NaN in its rows (O and LSE) where its query range lies inside q, up
+    /// to seqlen_q rows (the grid: rows past it are not written), and nothing is read for it. Rows of q that no
+    /// sequence covers are not written. LSE is [batch, heads_q, seqlen_q] (rows past a sequence's length
+    /// untouched). Triton instances only (not gluon,
     /// evenn or per-block descales); V in key order (FP8 V is transposed by the library, each sequence's keys
     /// 16-byte aligned in the workspace).
     int32_t const* cu_seqlens_q = nullptr;
