@@ -498,6 +498,12 @@ int main() {
     auto blk = a;
     blk.k_descale.stride_block = 1;
     expect_error(blk, StatusCode::kErrorInvalidProblem, "with varlen", "varlen per-block descales", {&kFp8Causal});
+    auto idle = a;
+    idle.problem.seqlen_q = 0;
+    expect_error(idle, StatusCode::kErrorInvalidProblem, "seqlen_q=0", "varlen bound 0 with packed rows", {&kFp8Causal});
+    auto huge = a;
+    huge.problem.batch = 1 << 27;  // 2^27 sequences: the V^T row (16 more per sequence) passes 2^31
+    expect_error(huge, StatusCode::kErrorInvalidProblem, "passes 2^31", "varlen V^T row", {&kFp8Causal});
     auto strides = a;
     strides.o.stride_h = 0;
     expect_refused_naming(strides, StatusCode::kErrorInvalidProblem, "o.stride_h", "varlen aliasing output");
