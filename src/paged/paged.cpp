@@ -35,7 +35,10 @@ constexpr int64_t kSplitBelowPrograms = 132;
 constexpr int64_t kTargetPrograms = 264;
 /// A split reads at least this many pages (fewer makes the combine cost more than the split saves).
 constexpr int64_t kMinPagesPerSplit = 4;
-constexpr int kMaxQueryTokens = 8;
+/// New tokens per sequence: 1-8 is decode (speculative tokens); more is chunked prefill (a chunk of new queries
+/// over the cache, its own keys appended first), correct at any size here but each program of 64 query rows
+/// reads the sequence's pages again, so long chunks cost that many passes over the cache.
+constexpr int kMaxQueryTokens = 4096;
 
 std::string num(int64_t v) { return std::to_string(v); }
 PagedKernelConfig const& config(KernelInstance const& k) { return k.config_as<PagedKernelConfig>(); }

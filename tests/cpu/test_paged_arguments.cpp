@@ -104,7 +104,13 @@ int main() {
     CHECK(PagedDecode::can_implement(mqa).ok(), "MQA, 8 tokens (256 rows in chunks): " +
                                                     PagedDecode::can_implement(mqa).to_string());
   }
-  { auto a = decode(); a.q_len = 9; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "q_len=9", "q_len"); }
+  { auto a = decode(); a.q_len = 4097; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "q_len=4097", "q_len"); }
+  { auto a = decode(); a.q_len = 0; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "q_len=0", "q_len 0"); }
+  {
+    auto a = decode(4, 512);  // chunked prefill: 512 new tokens x group 4 = 2048 rows, in chunks of 64
+    a.max_seqlen = 32768;
+    CHECK(PagedDecode::can_implement(a).ok(), "chunked prefill: " + PagedDecode::can_implement(a).to_string());
+  }
   { auto a = decode(); a.window_left = -2; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "window_left=-2", "window"); }
   { auto a = decode(); a.cache.max_pages = 1 << 25; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "cache.max_pages=33554432", "table wider than 2^31 tokens"); }
   { auto a = decode(); a.softcap = -1.0f; expect_error<PagedDecode>(a, StatusCode::kErrorInvalidProblem, "softcap=-1", "softcap"); }

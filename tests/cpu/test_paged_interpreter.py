@@ -165,6 +165,14 @@ class Decode(unittest.TestCase):
         self.check([300, 64, 65], heads_q=4, heads_kv=2, q_len=1, page=64, num_splits=2, per_page_descale=True,
                    seed=10, block_n=32)
 
+    def test_chunked_prefill(self):
+        # A chunk of 100 new queries (its keys already appended) over a cache of earlier tokens: 200 rows in chunks
+        # of 64 per kv head, causal among the new tokens, two splits; and with a window.
+        self.check([300, 150], heads_q=4, heads_kv=2, q_len=100, page=16, num_splits=2, per_page_descale=True,
+                   seed=50, rows=64)
+        self.check([300, 150], heads_q=4, heads_kv=2, q_len=100, page=64, num_splits=1, per_page_descale=True,
+                   seed=51, rows=64, window_left=70)
+
     def test_sliding_window_and_softcap(self):
         # Windows shorter than a block, across blocks and pages, longer than the sequence; speculative tokens
         # (each row its own window edge); split-KV over the window only; soft-capping alone and with a window.

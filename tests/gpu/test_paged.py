@@ -102,7 +102,8 @@ def reference(q, kv, seqlens, scale, window_left=-1, softcap=0.0):
     dict(seqlens=[63, 64, 65], heads_q=32, heads_kv=8, q_len=4, per_page=False, splits=3),
     dict(seqlens=[333, 2000], heads_q=16, heads_kv=1, q_len=8, per_page=True, splits=0),  # MQA, row chunks
     dict(seqlens=[100, 50], heads_q=12, heads_kv=4, q_len=2, per_page=True, splits=1),
-], ids=["gqa-ragged", "spec4-static", "mqa-spec8", "gqa3"])
+    dict(seqlens=[700, 2000], heads_q=32, heads_kv=8, q_len=96, per_page=True, splits=0),  # chunked prefill
+], ids=["gqa-ragged", "spec4-static", "mqa-spec8", "gqa3", "chunk96"])
 def test_decode_against_float64(page, case, seed):
     d = 128
     if not compiled(page, d):

@@ -1,6 +1,7 @@
 #pragma once
 // fp8attn::paged: a paged FP8 KV cache (docs/PAGED_CACHE.md), the append that writes new tokens into it and decode
-// attention over it (1 to 8 new query tokens per sequence, causal among them; GQA/MQA; split-KV).
+// attention over it (1 to 8 new query tokens per sequence for decode, up to 4096 for chunked prefill; causal
+// among them; GQA/MQA; split-KV).
 //
 //   PagedCache cache{...};                 // e4m3 pages, descales, block table, lengths (device pointers)
 //   PagedAppend append;  append(PagedAppendArguments{...}, stream);       // bf16 K/V rows -> e4m3 slots
@@ -38,7 +39,7 @@ struct PagedCache {
 
 struct PagedDecodeArguments {
   int batch = 0;
-  int q_len = 1;    ///< new tokens per sequence (1..8); their keys are already in the cache
+  int q_len = 1;    ///< new tokens per sequence (1..4096; > 8 is chunked prefill); their keys are already in the cache
   int heads_q = 0;  ///< a multiple of cache.heads_kv
   fmha::TensorRef q;  ///< bf16 [batch, q_len, heads_q, head_dim] (the TensorRef's s is the token)
   fmha::TensorRef o;  ///< bf16 [batch, q_len, heads_q, head_dim], written
