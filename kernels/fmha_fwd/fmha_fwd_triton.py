@@ -44,6 +44,7 @@ import triton.language as tl
 
 from common import numerics
 from common.softcap import softcap as _softcap
+from common.varlen import varlen_range, varlen_vt_start
 
 # The constants live in common/numerics.py, shared with the tests' emulation (why each value: see there).
 LOG2E = tl.constexpr(numerics.LOG2E)
@@ -175,21 +176,14 @@ def fmha_fwd_kernel(
     v_start = seqlen_k * 0
     bad_seq = seqlen_q < 0
     if varlen != 0:
-        q_start = tl.load(cu_seqlens_q + b)
-        q_end = tl.load(cu_seqlens_q + b + 1)
-        k_start = tl.load(cu_seqlens_k + b)
-        k_end = tl.load(cu_seqlens_k + b + 1)
-        # Monotonic around this sequence too (cu[b - 1] <= cu[b]): with every sequence checking its neighbour,
-        # out-of-order offsets cannot make two sequences share rows (or V^T columns).
-        prev = tl.maximum(b - 1, 0)
-        q_ok = (q_start >= 0) & (q_end >= q_start) & (q_end <= total_q) & (tl.load(cu_seqlens_q + prev) <= q_start)
-        bad_seq = ~q_ok | (q_end - q_start > seqlen_q) | (k_start < 0) | (k_end < k_start) | (k_end > total_k) | \
-            (k_end - k_start > seqlen_k) | (tl.load(cu_seqlens_k + prev) > k_start)
+        q_start, q_end, q_ok = varlen_range(cu_seqlens_q, b, total_q)
+        k_start, k_end, k_ok = varlen_range(cu_seqlens_k, b, total_k)
+        bad_seq = ~q_ok | (q_end - q_start > seqlen_q) | ~k_ok | (k_end - k_start > seqlen_k)
         q_start = tl.where(q_ok, q_start, 0)
         seqlen_q = tl.where(q_ok, tl.minimum(q_end - q_start, max_seqlen_q), 0)
         k_start = tl.where(bad_seq, 0, k_start)
         seqlen_k = tl.where(bad_seq, 0, k_end - k_start)
-        v_start = (k_start + 15) // 16 * 16 + 16 * b
+        v_start = varlen_vt_start(k_start, b)
     # Batch/head offsets in 64 bits (the strides are int64 parameters): b * stride_b passes 2^31 on large
     # caches and long contexts.
     b64 = b.to(tl.int64)

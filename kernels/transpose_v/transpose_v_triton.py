@@ -28,6 +28,8 @@ its length and never reads them). Not with KEY_PERMUTED.
 import triton
 import triton.language as tl
 
+from common.varlen import varlen_range, varlen_vt_start
+
 
 @triton.jit
 def transpose_v_kernel(
@@ -53,17 +55,14 @@ def transpose_v_kernel(
     store_limit = seqlen_pad
     dst_row = bh.to(tl.int64) * HEAD_DIM * seqlen_pad
     if varlen != 0:
-        k_start = tl.load(cu_seqlens + b)
-        k_end = tl.load(cu_seqlens + b + 1)
         # The attention kernel's checks (it gives such a sequence NaN rows and reads nothing): offsets outside
-        # [0, total], out of order (with the previous sequence too), or longer than the grid's seqlen. Nothing is
-        # read or written for it here either.
-        bad = (k_start < 0) | (k_end < k_start) | (k_end > total) | (k_end - k_start > seqlen) | \
-            (tl.load(cu_seqlens + tl.maximum(b - 1, 0)) > k_start)
+        # [0, total], out of order, or longer than the grid's seqlen. Nothing is read or written for it here either.
+        k_start, k_end, ok = varlen_range(cu_seqlens, b, total)
+        bad = ~ok | (k_end - k_start > seqlen)
         k_start = tl.where(bad, 0, k_start)
         length = tl.where(bad, 0, k_end - k_start)
         store_limit = length
-        dst_row = h.to(tl.int64) * HEAD_DIM * seqlen_pad + ((k_start + 15) // 16 * 16 + 16 * b)
+        dst_row = h.to(tl.int64) * HEAD_DIM * seqlen_pad + varlen_vt_start(k_start, b)
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
     keys = offs_s

@@ -186,6 +186,20 @@ struct Call {
   float softcap;
 };
 
+/// The kernels write LSE densely: rows of seqlen_q floats, one per (batch, head_q). (Strides of an empty tensor
+/// mean nothing.)
+void check_lse_contiguous(TensorView const& lse) {
+  bool const empty = lse.shape[0] == 0 || lse.shape[1] == 0 || lse.shape[2] == 0;
+  int64_t expected = 1;
+  for (int i = 2; i >= 0 && !empty; --i) {
+    if (lse.shape[i] > 1 && lse.stride[i] != expected) {
+      raise_value_error("lse: must be contiguous; strides (", lse.stride[0], ", ", lse.stride[1], ", ", lse.stride[2],
+                        ") for shape ", shape_string(lse));
+    }
+    expected *= lse.shape[i];
+  }
+}
+
 /// Builds FmhaFwd::Arguments, raising ValueError for what the Arguments cannot express. *device: q's device.
 FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
   TensorView q = read("q", c.q), k = read("k", c.k), v = read("v", c.v), out = read("out", c.out);
@@ -262,17 +276,7 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
       raise_value_error("lse: shape ", shape_string(lse), " is not [batch=", q.shape[0], ", heads_q=", q.shape[2],
                         ", seqlen_q=", q.shape[1], "]");
     }
-    // The kernels write LSE densely: rows of seqlen_q floats, one per (batch, head_q). (Strides of an empty
-    // tensor mean nothing.)
-    bool const empty = lse.shape[0] == 0 || lse.shape[1] == 0 || lse.shape[2] == 0;
-    int64_t expected = 1;
-    for (int i = 2; i >= 0 && !empty; --i) {
-      if (lse.shape[i] > 1 && lse.stride[i] != expected) {
-        raise_value_error("lse: must be contiguous; strides (", lse.stride[0], ", ", lse.stride[1], ", ", lse.stride[2],
-                          ") for shape ", shape_string(lse));
-      }
-      expected *= lse.shape[i];
-    }
+    check_lse_contiguous(lse);
     args.lse = reinterpret_cast<float*>(lse.data);
   }
   int64_t const block = fp8attn::fmha::kDescaleBlockTokens;
@@ -363,11 +367,7 @@ FmhaFwd::Arguments make_varlen_arguments(Call const& c, nb::handle cu_q_obj, nb:
       raise_value_error("lse: must be torch.float32 [batch=", p.batch, ", heads_q=", p.heads_q,
                         ", max_seqlen_q=", p.seqlen_q, "], got ", dtype_name(lse), " ", shape_string(lse));
     }
-    int64_t expected = 1;  // written densely, as in the dense call
-    for (int i = 2; i >= 0; --i) {
-      if (lse.shape[i] > 1 && lse.stride[i] != expected) raise_value_error("lse: must be contiguous, got strides (", lse.stride[0], ", ", lse.stride[1], ", ", lse.stride[2], ")");
-      expected *= lse.shape[i];
-    }
+    check_lse_contiguous(lse);
     args.lse = reinterpret_cast<float*>(lse.data);
   }
   return args;
