@@ -115,8 +115,9 @@ def compile_instance(name, out_dir):
     fn = getattr(importlib.import_module(module_name), function)
     params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
     signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
+    options = operation.compile_options(config) if hasattr(operation, "compile_options") else {}
     compiled = FAMILIES[config.family].compile(fn, signature, constexprs, attrs, num_warps, num_stages,
-                                               GPUTarget("cuda", TARGET_ARCH, 32))
+                                               GPUTarget("cuda", TARGET_ARCH, 32), options)
     md = compiled.metadata
 
     if md.profile_scratch_size:
@@ -128,7 +129,7 @@ def compile_instance(name, out_dir):
 
     sass = sass_of(cubin_path)
     mma = {op: len(re.findall(rf"\b{op}\b", sass)) for op in ("QGMMA", "HGMMA", "HMMA", "IMMA", "IGMMA")}
-    operation.check_sass(config, mma)
+    operation.check_sass(config, mma, sass, compiled.asm["ttgir"])
 
     ptx = ptx_params(compiled.asm["ptx"], md.name)
     expected = kernel_params.ptx_types(params)

@@ -10,9 +10,10 @@ NAME = "gluon"
 CPP_NAME = "kGluon"  # library::KernelFamily
 
 
-def compile(fn, signature, constexprs, attrs, num_warps, num_stages, target):
+def compile(fn, signature, constexprs, attrs, num_warps, num_stages, target, options=None):
     import triton
     from triton.experimental.gluon._runtime import GluonASTSource
 
     src = GluonASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
+    return triton.compile(src, target=target,
+                          options={"num_warps": num_warps, "num_stages": num_stages, **(options or {})})

@@ -2,7 +2,8 @@
 
 Each module defines: NAME, CPP_KIND (its library::OperationKind enumerator), its Config dataclass (with `operation` and `family` fields), name_of(config),
 parse(name) -> config or None, KERNELS (family -> (kernel module, function, params, C++ params struct)),
-compile_spec(config), check_sass(config, mma_counts), requires(config) (helper instances it needs),
+compile_spec(config), optionally compile_options(config) (extra triton.compile options, e.g. maxnreg), check_sass(config,
+mma_counts, sass, ttgir), requires(config) (helper instances it needs),
 CPP_HEADER and cpp_config(config) (the C++ record of its configuration). Adding an operation is a new module
 here plus manifest rows; nothing else in codegen/ branches on the kind or names it.
 """

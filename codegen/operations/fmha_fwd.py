@@ -233,9 +233,32 @@ def compile_spec(c: FmhaConfig):
     return params, types, constexprs, c.warps, c.stages
 
 
-def check_sass(c: FmhaConfig, mma_counts):
+# Registers per thread for two CTAs of 8 warps per SM (65536 / (2 x 256)).
+TWO_CTAS_8_WARPS_REGS = 128
+
+
+def compile_options(c: FmhaConfig):
+    """Extra triton.compile options. The D=64 Triton instances (8 warps) fit two CTAs per SM in shared memory and
+    reached 128 registers on their own until the sliding-window bounds (2026-12-01) pushed ptxas to ~200: one CTA
+    per SM, 34% slower on the H200 (501 -> 333 TFLOP/s at S=2048). They are capped at 128, which compiles without
+    spills (check_sass refuses local-memory traffic); the INT8 per-block-descale ones would spill and keep theirs."""
+    if c.family == "triton" and c.head_dim == 64 and c.warps == 8 and not c.block_descale:
+        return {"maxnreg": TWO_CTAS_8_WARPS_REGS}
+    return {}
+
+
+def check_sass(c: FmhaConfig, mma_counts, sass="", ttgir=""):
     """FP8 dots must be FP8 wgmma (QGMMA) and INT8 Q.K^T integer wgmma (IGMMA); HMMA/IMMA alone means Triton
-    fell back to a slow path."""
+    fell back to a slow path. Q.K^T must take Q from shared memory: a Q that passes through registers (e.g. a q
+    load under a branch) costs the registers of a whole tile and made the D=64 instance 55% slower on the H200;
+    P.V's A operand (P) is the only register operand expected."""
+    if compile_options(c).get("maxnreg") and re.search(r"\b(LDL|STL)\b", sass):
+        raise RuntimeError(f"{name_of(c)}: spills to local memory under the {compile_options(c)['maxnreg']}-register "
+                           "cap")
+    if ttgir and c.family == "triton" and not any(
+            " : !ttg.memdesc" in line for line in ttgir.splitlines() if "warp_group_dot " in line):
+        raise RuntimeError(f"{name_of(c)}: no wgmma takes its A operand from shared memory (Q went through "
+                           "registers)")
     if (c.is_fp8 or c.v_type in ("e4m3", "e5m2")) and mma_counts.get("QGMMA", 0) == 0:
         raise RuntimeError(f"{name_of(c)}: no QGMMA in SASS ({mma_counts}); the FP8 dots fell back to a slow path")
     if c.is_int8_qk and mma_counts.get("IGMMA", 0) == 0:

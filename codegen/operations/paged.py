@@ -123,7 +123,7 @@ def compile_spec(c: PagedConfig):
     return params, types, constexprs, c.warps, c.stages
 
 
-def check_sass(c, mma_counts):
+def check_sass(c, mma_counts, sass="", ttgir=""):
     """The decode's products must be FP8 wgmma (QGMMA) on the cache's bytes; an HMMA means Triton widened the
     operands (the first versions did, and were bound by the widening instructions)."""
     if c.stage == "decode" and (mma_counts.get("QGMMA", 0) == 0 or mma_counts.get("HMMA", 0) > 0):

@@ -95,8 +95,13 @@ def compile_spec(c: TransposeConfig):
     return params, types, constexprs, c.warps, 1
 
 
-def check_sass(c, mma_counts):
-    pass  # data movement: nothing to require
+def check_sass(c, mma_counts, sass="", ttgir=""):
+    # The pointer variant stores each thread's 16 consecutive V^T bytes as one 16-byte store. If the store mask
+    # loses its known divisibility (a limit Triton cannot prove a multiple of 16), every store becomes a single
+    # byte and the kernel runs 5x slower (measured on the H200): refuse that build.
+    if not c.tma and re.search(r"\bSTG\.E\.(U8|S8)\b", sass):
+        raise RuntimeError(f"{name_of(c)}: byte-wide global stores in SASS (the V^T store lost its 16-byte "
+                           "vectorization)")
 
 
 def requires(c):

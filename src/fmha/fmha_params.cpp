@@ -166,7 +166,9 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
                  FmhaFwdPlan* plan) {
   FmhaProblem const& p = args.problem;
   plan->instance = &instance;
-  plan->empty = p.batch == 0 || p.seqlen_q == 0;
+  // Varlen with no query rows: nothing to write (and the kernel's descriptors for an empty sequence cover row 0
+  // of q, which must exist).
+  plan->empty = p.batch == 0 || p.seqlen_q == 0 || (args.varlen() && args.total_q == 0);
   plan->transpose_v = false;
   if (plan->empty) return Status::success();
 

@@ -270,8 +270,9 @@ class Varlen(unittest.TestCase):
                 self.run_case([17, 0, 140], [17, 9, 300], causal, "bf16", seed=2)
 
     def test_varlen_transpose_layout(self):
-        """transpose_v_kernel with varlen: each sequence's V^T columns from roundup16(cu_k[b]) + 16 b, the gaps
-        untouched; and the dense mode as before (zero padding to seqlen_pad)."""
+        """transpose_v_kernel with varlen: each sequence's V^T columns from roundup16(cu_k[b]) + 16 b, zeros up to
+        its length rounded to 16 (whole 16-byte stores), the gaps past that untouched; and the dense mode as before
+        (zero padding to seqlen_pad)."""
         rng = np.random.default_rng(4)
         lens, hkv, d = [5, 130, 0, 33], 2, 64
         cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
@@ -285,6 +286,7 @@ class Varlen(unittest.TestCase):
                HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
         want = np.full_like(vt, 0x7F)
         for b, off in enumerate(varlen_vt_offsets(cu)):
+            want[:, :, off:off + (lens[b] + 15) // 16 * 16] = 0
             want[:, :, off:off + lens[b]] = v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)
         self.assertTrue(np.array_equal(vt, want), "varlen V^T bytes (or a gap written)")
         dense = rng.integers(0, 0x7E, (2, 100, hkv, d), dtype=np.uint8)
@@ -356,7 +358,8 @@ class Varlen(unittest.TestCase):
                     seg = vt[:, :, offs[b]:offs[b] + cu[b + 1] - cu[b]]
                     self.assertTrue(np.array_equal(seg, v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)), f"sequence {b}")
                 # (The source bytes are below 0x7E, so every written byte differs from the 0x7F fill.)
-                self.assertEqual(int((vt != 0x7F).sum()), sum(int(cu[b + 1] - cu[b]) * hkv * d for b in good),
+                self.assertEqual(int((vt != 0x7F).sum()),  # each good sequence: its length rounded up to 16
+                                 sum((int(cu[b + 1] - cu[b]) + 15) // 16 * 16 * hkv * d for b in good),
                                  "bytes written only for the good sequences")
 
     def test_fp8_with_an_empty_last_sequence(self):

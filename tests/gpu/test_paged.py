@@ -194,8 +194,8 @@ def test_errors(seed):
     q = torch.zeros((1, 1, 4, 128), dtype=torch.bfloat16, device="cuda")
     with pytest.raises(ValueError, match="max_seqlen=1000"):
         decode(q, cache, table, seqlens, 1000)  # 4 pages of 64 hold 256 tokens
-    with pytest.raises(ValueError, match="q_len=9"):
-        decode(torch.zeros((1, 9, 4, 128), dtype=torch.bfloat16, device="cuda"), cache, table, seqlens, 100)
+    with pytest.raises(ValueError, match="q_len=4097"):  # chunked prefill takes up to 4096 new tokens
+        decode(torch.zeros((1, 4097, 4, 128), dtype=torch.bfloat16, device="cuda"), cache, table, seqlens, 100)
     with pytest.raises(ValueError, match="heads_q=3"):
         decode(torch.zeros((1, 1, 3, 128), dtype=torch.bfloat16, device="cuda"), cache, table, seqlens, 100)
     with pytest.raises(ValueError, match="block_table"):

@@ -61,10 +61,10 @@ def per_sequence_e4m3(x, lens, heads_kv):
     group = x.shape[1] // heads_kv
     o = 0
     for b, n in enumerate(lens):
-        seg = x[o:o + n].float().reshape(n, heads_kv, group, -1)
+        seg = x[o:o + n].float().reshape(n, heads_kv, group, x.shape[-1])  # -1 is ambiguous for n = 0
         amax = seg.abs().amax(dim=(0, 2, 3)) if n else torch.ones(heads_kv, device="cuda")
         scale[b] = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
-        out[o:o + n] = (seg / scale[b][None, :, None, None]).reshape(n, x.shape[1], -1).to(torch.float8_e4m3fn)
+        out[o:o + n] = (seg / scale[b][None, :, None, None]).reshape(n, x.shape[1], x.shape[-1]).to(torch.float8_e4m3fn)
         o += n
     rep = torch.repeat_interleave(scale, torch.tensor(lens, device="cuda"), dim=0).repeat_interleave(group, 1)
     return out, scale, out.double() * rep.double()[:, :, None]
