@@ -338,6 +338,11 @@ def run_torch_providers(cfg, args, seed):
                 descales = (float(qd), float(kd), float(vd))
                 v_err = v8  # the reference reads V in key order
                 if provider.endswith("-vt"):
+                    if not any(k.get("v_key_permuted") and k.get("head_dim") == cfg.head_dim
+                               for k in fp8attn.list_kernels()):
+                        rec["not_applicable"] = f"no key-permuted (Gluon) instance at head_dim={cfg.head_dim}"
+                        out[provider] = rec
+                        continue
                     v8 = fp8attn.transpose_v(v8, key_permuted=True)
                     kw["v_key_permuted"] = True
             else:
@@ -404,7 +409,8 @@ def print_table(configs, results):
         line = f"{cfg.name:<28}"
         for p in PROVIDERS:
             t = tflops(cfg, results[cfg.name].get(p))
-            line += f"{t:16.1f}" if t is not None else f"{'failed':>16}"
+            missing = "n/a" if "not_applicable" in results[cfg.name].get(p, {}) else "failed"
+            line += f"{t:16.1f}" if t is not None else f"{missing:>16}"
         for mine, ref in RATIOS:
             a = tflops(cfg, results[cfg.name].get(mine))
             b = tflops(cfg, results[cfg.name].get(ref))
@@ -445,7 +451,7 @@ def write_csv(path, configs, results):
                     "ratio_vs_cudnn_bf16": f"{t / ref_bf16:.3f}" if t is not None and ref_bf16 else "",
                     "error_vs_fp64": f"{rec['error']:.3e}" if "error" in rec else "",
                     "kernel": rec.get("kernel", ""),
-                    "note": rec.get("failure", rec.get("note", "")),
+                    "note": rec.get("failure", rec.get("not_applicable", rec.get("note", ""))),
                 })
 
 
@@ -492,6 +498,8 @@ def main():
     parser.add_argument("--jax-timeout", type=float, default=900.0, help="seconds for the whole JAX subprocess")
     parser.add_argument("--jax-worker", help=argparse.SUPPRESS)
     parser.add_argument("--jax-out", help=argparse.SUPPRESS)
+    parser.add_argument("--replot", metavar="CSV", help="redraw --plot (and print the table) from a CSV this script "
+                        "wrote, e.g. after merging rows of a second run; measures nothing")
     args = parser.parse_args()
 
     if args.jax_worker:
@@ -509,6 +517,16 @@ def main():
         print(f"{len(configs)} configs from {os.path.relpath(args.suite)}")
         return
     results = {c.name: {} for c in configs}
+    if args.replot:
+        with open(args.replot, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["config"] in results and row["ms"]:
+                    results[row["config"]][row["provider"]] = {"ms": float(row["ms"]), "kernel": row["kernel"]}
+        print_table(configs, results)
+        if args.plot:
+            write_plot(args.plot, configs, results, f"Attention forward, {os.path.basename(args.replot)}")
+            print(f"wrote {args.plot}")
+        return
 
     # cuDNN FP8 first, in its own process, before torch holds any GPU memory.
     jax_env = {}

@@ -63,6 +63,10 @@ def _default_instances():
     # in bench/sweep_gluon.py); the plain instances serve a caller's sequence-contiguous V, which vkperm
     # cannot read.
     rows = [_gluon(False, 2), _gluon(True, 2), _gluon(False, 2, vkperm=False), _gluon(True, 2, vkperm=False)]
+    # D=64 on the same kernel (vkperm only; a caller's sequence-contiguous V goes to the Triton instances).
+    # bench/sweep_gluon.py on the H200 (2026-12-01, V^T given, H=64): S=2048 547 / 471 TFLOP/s full / causal,
+    # S=8192 575 / 563, against 505 / - / 570 / 522 for the Triton D=64 instance.
+    rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
     rows += [_fmha("e4m3", 128, 128, 128, 4, 2, False, ws=True, even_n=True)]
     for causal in (False, True):
         rows += [
@@ -97,9 +101,9 @@ def _default_instances():
     rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
     # The V transposes: the pointer kernel (what the FP8 instances use; the TMA variant, 2x slower, is in the
     # extra set now that the gluon instances keep the launcher's CUtensorMap path exercised), then the
-    # key-permuted V^T the vkperm gluon instances read (D=128, the gluon kernel's head dim).
+    # key-permuted V^T the vkperm gluon instances read (D=64 and 128, the gluon kernel's head dims).
     rows += [TransposeConfig("u8", 128, d, 4) for d in HEAD_DIMS]
-    rows += [TransposeConfig("u8", 128, 128, 4, key_permuted=True)]
+    rows += [TransposeConfig("u8", 128, d, 4, key_permuted=True) for d in (64, 128)]
     # Quantization (kernels/quantize/quantize_triton.py): BF16 in, e4m3 and int8 out, 64-token blocks (the
     # per-block granularity measured on SmolLM2 by emulation: INT8 Q, K with 64-token blocks and K smoothing
     # +0.17% perplexity). 8 warps at D=256 keep the [64, 256] float32 tile at 64 registers a thread.
@@ -107,7 +111,7 @@ def _default_instances():
     rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]
     # V^T in the vkperm attention instances' key order, written by the quantization itself (no transpose).
-    rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, 128, 4, key_permuted=True)]
+    rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, d, 4, key_permuted=True) for d in (64, 128)]
     # Paged FP8 KV cache (kernels/paged/paged_decode_triton.py): pages of 16 and 64 tokens at D=64 and 128; decode
     # with 16 rows per program (GQA 4:1 with up to 4 new tokens), 32 (MQA 32:1) and 64 (speculative tokens). The
     # first instance of a row count is the heuristic's pick. Measured on the H200 (bench_decode.py --instances,
@@ -136,13 +140,9 @@ def _extra_instances():
     rows.append(_fmha("e4m3", 64, 128, 128, 4, 2, False, ws=True, even_n=True))
     rows.append(_fmha("e4m3", 256, 128, 64, 4, 2, False, ws=True, even_n=True))
     rows += [_gluon(causal, 3) for causal in (False, True)]
-    # D=64 on the Gluon kernel (compiles without spills; not yet measured against the Triton D=64 instances).
-    rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
-    rows += [TransposeConfig("u8", 128, 64, 4, key_permuted=True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]
-    rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, 64, 4, key_permuted=True)]
     return rows
 
 
