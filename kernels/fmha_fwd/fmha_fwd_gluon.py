@@ -29,7 +29,8 @@ no-op (no shuffles, no byte permutes); P.V is the same sum. Position 16h + 4t + 
 of such a V^T holds key 16h + 8j + 2t + e.
 
 Numerics (as the Triton kernel, tile by tile, except l under SUM_ON_TC; both consumers walk the KV tiles of the
-Triton kernel's 128-row block, with the same masked / unmasked split):
+Triton kernel's 128-row block, with the same masked / unmasked split, sliding windows included: tiles outside
+a block's window are never loaded, tiles on its edges are masked):
   * scores in the exp2 domain, softmax_scale * q_descale * k_descale * log2(e) folded into one qk_scale;
   * each KV tile's P is taken against the tile's own row maximum, floored at (running max - REF_FLOOR), and
     biased by 2^P_EXPONENT_BIAS before the cast to e4m3; accumulator and row sum live in a per-row frame f;
@@ -97,16 +98,20 @@ CAUSAL_SECTION_BYTES = gl.constexpr(16 * 1024 * 1024)
 
 
 @gluon.jit
-def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, BLOCK_M: gl.constexpr,
-          BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr):
-    """Work item `tile` of the persistent schedule -> (b, h, h_kv, bh, start_m, n_full, n_end).
+def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
+          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr):
+    """Work item `tile` of the persistent schedule -> (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start,
+    lo_masked_end, full_end, n_end).
 
     Full attention: query blocks fastest, so that the programs working at the same time share a head's K and V
     in L2. Causal: heads in sections whose K and V fit CAUSAL_SECTION_BYTES, and within a section the query
     blocks from the last (the longest rows) to the first, across the section's heads, so that long blocks
     start first and short ones fill the tail. (Longest-first across all heads at once: -13% at S=8192, K and V
     of 132 heads in flight; head by head: -30% at S=512, the tail unbalanced; docs/perf/NOTES.md.)
-    Keys [0, n_full) need no mask, [n_full, n_end) are masked (sequence end, causal diagonal)."""
+    Row i sees keys i + lo_off <= j <= i + hi_off (and j < seqlen_k): the Triton kernel's bounds, sliding
+    windows included (window_left / window_right, -1 unlimited). Keys [n_start, lo_masked_end) are masked (a
+    window's left edge), [lo_masked_end, full_end) need no mask, [full_end, n_end) are masked (sequence end,
+    causal diagonal, a window's right edge); keys outside [n_start, n_end) are never loaded."""
     if CAUSAL:
         kv_bytes = 2 * gl.maximum(seqlen_k, 1).to(gl.int64) * HEAD_DIM
         section = gl.maximum(CAUSAL_SECTION_BYTES // kv_bytes, 1).to(gl.int32)
@@ -122,20 +127,35 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
     b = bh // heads_q
     h = bh % heads_q
     start_m = pid_m * BLOCK_M
-    n_full = (seqlen_k // BLOCK_N) * BLOCK_N
-    n_end = seqlen_k
+    causal_offset = seqlen_k - seqlen_q
+    hi_off = seqlen_k  # no key lies past j = i + seqlen_k: unlimited, exactly
     if CAUSAL:
-        # Keys every row of the block may see: j <= start_m + causal_offset.
-        causal_offset = seqlen_k - seqlen_q
-        n_full = gl.minimum(n_full, gl.maximum(start_m + causal_offset + 1, 0) // BLOCK_N * BLOCK_N)
-        n_end = gl.minimum(seqlen_k, gl.maximum(start_m + BLOCK_M + causal_offset, 0))
-    return b, h, h // group_size, bh, start_m, n_full, n_end
+        hi_off = causal_offset
+    # Window sums in 64 bits (a window near 2^31 must not wrap), then clamped back into int32's range.
+    if window_right >= 0:
+        hi_off = gl.minimum(hi_off.to(gl.int64), causal_offset.to(gl.int64) + window_right).to(gl.int32)
+    lo_off = -(start_m + BLOCK_M)  # no row of this block looks below j = 0 with it: unlimited, exactly
+    if window_left >= 0:
+        lo_off = gl.maximum(lo_off.to(gl.int64), causal_offset.to(gl.int64) - window_left).to(gl.int32)
+    hi_off = gl.minimum(hi_off, seqlen_k)
+    # Keys every row of the block sees lie below the first row's upper limit; keys past the last row's are
+    # never loaded; keys below the first row's lower limit neither (a window's far side).
+    n_full = gl.minimum((seqlen_k // BLOCK_N) * BLOCK_N,
+                        gl.maximum(gl.minimum(start_m + hi_off + 1, seqlen_k), 0) // BLOCK_N * BLOCK_N)
+    n_end = gl.minimum(seqlen_k, gl.maximum(start_m + BLOCK_M + hi_off, 0))
+    n_start = gl.maximum(start_m + lo_off, 0) // BLOCK_N * BLOCK_N
+    # Tiles below the last row's lower limit are seen by some rows only: masked.
+    n_lo_full = (gl.maximum(start_m + BLOCK_M - 1 + lo_off, 0) + BLOCK_N - 1) // BLOCK_N * BLOCK_N
+    lo_masked_end = gl.minimum(gl.maximum(n_lo_full, n_start), n_end)
+    full_end = gl.maximum(lo_masked_end, n_full)
+    return b, h, h // group_size, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end
 
 
 @gluon.jit
 def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-              v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, HEAD_DIM: gl.constexpr,
-              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr):
+              v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
+              HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
+              NUM_STAGES: gl.constexpr):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
     one), then its K and V^T tiles through the ring. `it` counts ring slots across tiles, so the next tile's
     K and V stream in while the consumers finish the current one."""
@@ -144,14 +164,15 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     it = 0
     count = 0
     for tile in range(gl.program_id(0), num_m_blocks * batch_heads, gl.num_programs(0)):
-        b, h, h_kv, bh, start_m, n_full, n_end = _tile(tile, num_m_blocks, batch_heads, heads_q, group_size,
-                                                       seqlen_q, seqlen_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
+        b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = _tile(
+            tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
+            BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through.
         mbarrier.wait(q_empty, (count & 1) ^ 1)
         mbarrier.expect(q_ready, q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [b, start_m, h, 0], q_ready, q_smem)
-        for start_n in range(0, n_end, BLOCK_N):
+        for start_n in range(n_start, n_end, BLOCK_N):
             s = it % NUM_STAGES
             phase = (it // NUM_STAGES) & 1
             mbarrier.wait(k_empty.index(s), phase ^ 1)
@@ -194,8 +215,8 @@ def _s_zeros(M: gl.constexpr, N: gl.constexpr, layout: gl.constexpr, QK_INT8: gl
 
 
 @gluon.jit
-def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_offset, seqlen_k, kd_base,
-                  k_descale_stride_blk, CAUSAL: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
+                  kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
                   KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
                   BLOCK_DESCALE: gl.constexpr):
     """Online softmax of one KV tile's scores (see fmha_fwd_triton._attn_tile): returns P in e4m3, in the
@@ -214,14 +235,14 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, causal_o
         kd = gl.load(kd_base + (kcols // DESCALE_BLOCK).to(gl.int64) * k_descale_stride_blk, mask=kcols < seqlen_k,
                      other=1.0)
         qk = qk * kd[None, :]
-    if masked:  # uniform branch: only the tiles at the sequence end or on the causal diagonal pay for it
+    if masked:  # uniform branch: only the tiles at the sequence end, the causal diagonal or a window's edges
         cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-        if CAUSAL:
-            # Row i sees keys j < min(seqlen_k, i + causal_offset + 1): one compare per element.
-            col_limit = gl.minimum(offs_m + causal_offset + 1, seqlen_k)
-            keep = cols[None, :] < col_limit[:, None]
-        else:
-            keep = cols[None, :] < seqlen_k
+        # Row i keeps keys i + lo_off <= j < min(seqlen_k, i + hi_off + 1). (Applying the lower bound only on a
+        # window's left-edge tiles, behind a nested run-time branch, grew the loop from 739 to 929 SASS
+        # instructions per warp: ptxas duplicated the softmax. The second compare fuses into the first's
+        # predicate, ~64 more ISETP per thread on masked tiles only.)
+        col_limit = gl.minimum(offs_m + hi_off + 1, seqlen_k)
+        keep = (cols[None, :] < col_limit[:, None]) & (cols[None, :] >= (offs_m + lo_off)[:, None])
         qk = gl.where(keep, qk, float("-inf"))
 
     m_tile = gl.max(qk, 1) * qk_scale  # -inf for a row with no visible key in this tile
@@ -260,7 +281,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
-              heads_q, group_size, write_lse, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+              heads_q, group_size, write_lse, window_left, window_right, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
+              BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
@@ -280,15 +302,15 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
     # This warpgroup's rows of the Q block, straight from shared memory as the A operand.
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
-    causal_offset = seqlen_k - seqlen_q
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
     batch_heads = batch * heads_q
 
     it = 0  # ring slots consumed, across tiles (the producer counts the same way)
     count = 0  # tiles done
     for tile in range(gl.program_id(0), num_m_blocks * batch_heads, gl.num_programs(0)):
-        b, h, h_kv, bh, start_m, n_full, n_end = _tile(tile, num_m_blocks, batch_heads, heads_q, group_size,
-                                                       seqlen_q, seqlen_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
+        b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = _tile(
+            tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
+            BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
         qd_base = (q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
@@ -314,7 +336,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
         acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
 
         mbarrier.wait(q_ready, count & 1)
-        n_tiles = gl.cdiv(n_end, BLOCK_N)
+        n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # n_start is a multiple of BLOCK_N
         if n_tiles > 0:
             s0 = it % NUM_STAGES
             mbarrier.wait(k_ready.index(s0), (it // NUM_STAGES) & 1)
@@ -325,8 +347,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                 nxt = (it + j + 1) % NUM_STAGES
                 qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
                 mbarrier.arrive(k_empty.index(s), count=1)
-                p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, j * BLOCK_N, j * BLOCK_N >= n_full,
-                                                           offs_m, qk_scale, causal_offset, seqlen_k, kd_base,
+                start_n = n_start + j * BLOCK_N
+                p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
+                                                           (start_n < lo_masked_end) | (start_n >= full_end),
+                                                           offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
                                                            k_descale_stride_blk, CAUSAL, HEAD_DIM, BLOCK_N,
                                                            KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
@@ -350,9 +374,11 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
             qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
             mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
             mbarrier.arrive(q_empty, count=1)
-            p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, (n_tiles - 1) * BLOCK_N,
-                                                       (n_tiles - 1) * BLOCK_N >= n_full, offs_m, qk_scale,
-                                                       causal_offset, seqlen_k, kd_base, k_descale_stride_blk, CAUSAL,
+            start_n = n_start + (n_tiles - 1) * BLOCK_N
+            p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
+                                                       (start_n < lo_masked_end) | (start_n >= full_end), offs_m,
+                                                       qk_scale, lo_off, hi_off, seqlen_k, kd_base,
+                                                       k_descale_stride_blk, CAUSAL,
                                                        HEAD_DIM, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                                                        BLOCK_DESCALE)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
@@ -397,7 +423,8 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, 
                q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
                k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
                q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-               seqlen_k, heads_q, group_size, write_lse, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+               seqlen_k, heads_q, group_size, write_lse, window_left, window_right, HEAD_DIM: gl.constexpr,
+               BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr):
     _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
@@ -405,8 +432,8 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, 
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
-              heads_q, group_size, write_lse, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED,
-              SUM_ON_TC, QK_INT8, BLOCK_DESCALE)
+              heads_q, group_size, write_lse, window_left, window_right, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE)
 
 
 @gluon.jit
@@ -417,7 +444,7 @@ def fmha_fwd_gluon_kernel(
     k_descale_stride_b, k_descale_stride_h,
     v_descale_stride_b, v_descale_stride_h,
     q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk,
-    window_left, window_right, softcap,  # the runtime gives this kernel neither (Triton instances only)
+    window_left, window_right, softcap,  # windows: -1 unlimited; soft-capping is refused by the host (Triton only)
     softmax_scale,
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
     batch,
@@ -467,7 +494,7 @@ def fmha_fwd_gluon_kernel(
                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
                      q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-                     seqlen_k, heads_q, group_size, write_lse,
+                     seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                      BLOCK_DESCALE)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
@@ -475,10 +502,10 @@ def fmha_fwd_gluon_kernel(
                       v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                       k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
                       q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-                      seqlen_k, heads_q, group_size, write_lse,
+                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                       HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                       BLOCK_DESCALE)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                     v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-                     NUM_STAGES)),
+                     v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, HEAD_DIM,
+                     BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES)),
     ], [4, 1], [240, 24])

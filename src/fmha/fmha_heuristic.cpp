@@ -81,11 +81,10 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
     });
   }
   bool const window = args.window_left >= 0 || args.window_right >= 0;
-  if (window && (instance.family == library::KernelFamily::kGluon || k.even_n)) {
+  if (window && k.even_n) {
     return fail([&] {
       return "a sliding window (window_left=" + std::to_string(args.window_left) + ", window_right=" +
-             std::to_string(args.window_right) + ") but the instance has no masked window path (" +
-             (k.even_n ? "evenn" : "gluon") + ")";
+             std::to_string(args.window_right) + ") but the instance has no masked window path (evenn)";
     });
   }
   if ((args.softcap > 0.0f) != k.softcap) {

@@ -434,22 +434,29 @@ int main() {
     per_query_head.q_descale = {fake_float(0x500000), 8, 0, 1, 0};
     expect_ok(per_query_head, "q descale per query head", {&kFp8Base});
   }
-  // Sliding windows (runtime, Triton instances) and soft-capping ("softcap" instances).
+  // Sliding windows (runtime bounds in the Triton and Gluon kernels; not evenn) and soft-capping ("softcap").
   {
     auto a = valid_fp8(2, 8, 8192, 128, true);
     a.window_left = 4096;
     expect_ok(a, "causal with a 4k left window", {&kFp8Causal});
-    if (applicable("a window is not run by gluon", {&kFp8Causal})) {
+    if (applicable("a window runs on gluon where compiled", {&kFp8Causal, &kFp8Gluon})) {
       std::string name;
-      CHECK(Fmha::select_kernel(a, &name).ok() && !contains(name, "_gluon"), "windowed pick: " + name);
+      CHECK(Fmha::select_kernel(a, &name).ok() && contains(name, "_gluon"), "windowed pick: " + name);
     }
     a.window_left = -2;
     expect_error(a, StatusCode::kErrorInvalidProblem, "window_left=-2", "window below -1", {&kFp8Causal});
     auto g = valid_fp8();
     g.window_right = 0;
-    if (applicable("gluon refuses windows", {&kFp8Gluon})) {
+    if (applicable("gluon takes windows", {&kFp8Gluon})) {
       g.kernel_name = name_of(kFp8Gluon);
-      expect_error(g, StatusCode::kErrorNotSupported, "no masked window path", "window on gluon", {&kFp8Gluon});
+      expect_ok(g, "window on gluon", {&kFp8Gluon});
+    }
+    auto e = valid_fp8(2, 8, 8192, 128, false);
+    e.window_left = 1024;
+    if (applicable("evenn refuses windows", {&kFp8WarpSpecialized})) {
+      e.kernel_name = name_of(kFp8WarpSpecialized);
+      expect_error(e, StatusCode::kErrorNotSupported, "no masked window path", "window on evenn",
+                   {&kFp8WarpSpecialized});
     }
     Need const softcap = instance(DataType::kE4M3, 256, true, "softcap", [](FmhaDescription const& op) { return op.softcap; });
     auto c = valid_fp8(2, 8, 4096, 256, true);

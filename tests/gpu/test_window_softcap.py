@@ -53,6 +53,34 @@ def test_window(dtype, causal, window, sq, sk, seed):
     assert err < (0.05 if dtype == "e4m3" else 0.01), f"relative error {err:.4f}"
 
 
+def window_instances():
+    """Every compiled e4m3/bf16 instance with a window path: all but evenn, soft-capping and INT8 ones."""
+    return [k for k in fp8attn.list_kernels() if k["qk_type"] in ("e4m3", "bf16") and not k["even_n"]
+            and not k["softcap"] and not k["block_descale"]]
+
+
+@pytest.mark.parametrize("causal,window,sq,sk", [(True, (255, -1), 1000, 1000), (False, (100, 30), 700, 900),
+                                                  (True, (130, 0), 520, 520)])
+def test_window_on_every_instance(causal, window, sq, sk, seed):
+    """Each instance forced by name (Triton and Gluon, vkperm included: the call writes the V^T it reads): the
+    left-edge, unmasked and right-edge tile ranges of both kernels against float64."""
+    failures = []
+    for k in window_instances():
+        if k["causal"] != causal:
+            continue
+        p = fu.Problem(batch=2, seqlen_q=sq, seqlen_k=sk, heads_q=8, heads_kv=2, head_dim=k["head_dim"],
+                       causal=causal, dtype=k["qk_type"])
+        inp = fu.make_inputs(p, seed)
+        o = fp8attn.fmha_fwd(inp.q, inp.k, inp.v, causal=causal, window=window, kernel_name=k["name"],
+                             **inp.kwargs())
+        torch.cuda.synchronize()
+        ref = reference(inp.qf, inp.kf, inp.vf, causal, window, 0.0)
+        err = ((o.double() - ref).norm() / ref.norm()).item()
+        if not err < (0.05 if k["qk_type"] == "e4m3" else 0.01):
+            failures.append(f"{k['name']}: relative error {err:.4f}")
+    assert not failures, "\n".join(failures)
+
+
 @pytest.mark.parametrize("dtype,d", [("e4m3", 256), ("bf16", 256), ("e4m3", 128), ("bf16", 128)])
 def test_softcap(dtype, d, seed):
     if not any(k.get("softcap") and k["head_dim"] == d and k["qk_type"] == dtype for k in fp8attn.list_kernels()):

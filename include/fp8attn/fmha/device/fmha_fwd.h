@@ -105,7 +105,7 @@ class FmhaFwd {
     bool v_key_permuted = false;
     /// Sliding window (local attention, FlashAttention's convention): with c = seqlen_k - seqlen_q, query row i
     /// sees keys i + c - window_left <= j <= i + c + window_right; -1 leaves that side unlimited (causal caps
-    /// the right side at 0). Tiles entirely outside a block's window are skipped. Triton instances only.
+    /// the right side at 0). Tiles entirely outside a block's window are skipped. Every instance but evenn.
     int window_left = -1;
     int window_right = -1;
     /// Logit soft-capping (Gemma 2): scores s = softmax_scale * q.k become softcap * tanh(s / softcap); 0: off.
