@@ -80,6 +80,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from common import numerics
+from common.key_range import key_range
 
 LOG2E = gl.constexpr(numerics.LOG2E)
 LN2 = gl.constexpr(numerics.LN2)
@@ -108,10 +109,7 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
     blocks from the last (the longest rows) to the first, across the section's heads, so that long blocks
     start first and short ones fill the tail. (Longest-first across all heads at once: -13% at S=8192, K and V
     of 132 heads in flight; head by head: -30% at S=512, the tail unbalanced; docs/perf/NOTES.md.)
-    Row i sees keys i + lo_off <= j <= i + hi_off (and j < seqlen_k): the Triton kernel's bounds, sliding
-    windows included (window_left / window_right, -1 unlimited). Keys [n_start, lo_masked_end) are masked (a
-    window's left edge), [lo_masked_end, full_end) need no mask, [full_end, n_end) are masked (sequence end,
-    causal diagonal, a window's right edge); keys outside [n_start, n_end) are never loaded."""
+    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included)."""
     if CAUSAL:
         kv_bytes = 2 * gl.maximum(seqlen_k, 1).to(gl.int64) * HEAD_DIM
         section = gl.maximum(CAUSAL_SECTION_BYTES // kv_bytes, 1).to(gl.int32)
@@ -127,27 +125,8 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
     b = bh // heads_q
     h = bh % heads_q
     start_m = pid_m * BLOCK_M
-    causal_offset = seqlen_k - seqlen_q
-    hi_off = seqlen_k  # no key lies past j = i + seqlen_k: unlimited, exactly
-    if CAUSAL:
-        hi_off = causal_offset
-    # Window sums in 64 bits (a window near 2^31 must not wrap), then clamped back into int32's range.
-    if window_right >= 0:
-        hi_off = gl.minimum(hi_off.to(gl.int64), causal_offset.to(gl.int64) + window_right).to(gl.int32)
-    lo_off = -(start_m + BLOCK_M)  # no row of this block looks below j = 0 with it: unlimited, exactly
-    if window_left >= 0:
-        lo_off = gl.maximum(lo_off.to(gl.int64), causal_offset.to(gl.int64) - window_left).to(gl.int32)
-    hi_off = gl.minimum(hi_off, seqlen_k)
-    # Keys every row of the block sees lie below the first row's upper limit; keys past the last row's are
-    # never loaded; keys below the first row's lower limit neither (a window's far side).
-    n_full = gl.minimum((seqlen_k // BLOCK_N) * BLOCK_N,
-                        gl.maximum(gl.minimum(start_m + hi_off + 1, seqlen_k), 0) // BLOCK_N * BLOCK_N)
-    n_end = gl.minimum(seqlen_k, gl.maximum(start_m + BLOCK_M + hi_off, 0))
-    n_start = gl.maximum(start_m + lo_off, 0) // BLOCK_N * BLOCK_N
-    # Tiles below the last row's lower limit are seen by some rows only: masked.
-    n_lo_full = (gl.maximum(start_m + BLOCK_M - 1 + lo_off, 0) + BLOCK_N - 1) // BLOCK_N * BLOCK_N
-    lo_masked_end = gl.minimum(gl.maximum(n_lo_full, n_start), n_end)
-    full_end = gl.maximum(lo_masked_end, n_full)
+    lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = key_range(start_m, seqlen_q, seqlen_k, window_left,
+                                                                        window_right, BLOCK_M, BLOCK_N, CAUSAL)
     return b, h, h // group_size, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end
 
 

@@ -44,6 +44,7 @@ import triton.language as tl
 
 from common import numerics
 from common.softcap import softcap as _softcap
+from common.key_range import key_range
 from common.varlen import varlen_range, varlen_vt_start
 
 # The constants live in common/numerics.py, shared with the tests' emulation (why each value: see there).
@@ -238,32 +239,9 @@ def fmha_fwd_kernel(
     # its sequence's end loads TMA's zero fill (or, for an empty sequence, row 0 of q) and uses none of it.
     q = q_desc.load([start_m, 0])
 
-    # Row i sees keys i + lo_off <= j <= i + hi_off (and j < seqlen_k).
-    causal_offset = seqlen_k - seqlen_q
-    hi_off = seqlen_k  # no key lies past j = i + seqlen_k: unlimited, exactly
-    if CAUSAL:
-        hi_off = causal_offset
-    # Window sums in 64 bits (a window near 2^31 must not wrap), then clamped back into int32's range.
-    if window_right >= 0:
-        hi_off = tl.minimum(hi_off.to(tl.int64), causal_offset.to(tl.int64) + window_right).to(tl.int32)
-    lo_off = -(start_m + BLOCK_M)  # no row of this block looks below j = 0 with it: unlimited, exactly
-    if window_left >= 0:
-        lo_off = tl.maximum(lo_off.to(tl.int64), causal_offset.to(tl.int64) - window_left).to(tl.int32)
-    hi_off = tl.minimum(hi_off, seqlen_k)
-    if EVEN_N:
-        n_full = seqlen_k  # the instance is only chosen when seqlen_k % BLOCK_N == 0 (not causal, no window)
-    else:
-        n_full = (seqlen_k // BLOCK_N) * BLOCK_N
-    # Keys every row of the block sees lie below the first row's upper limit; keys past the last row's are
-    # never loaded; keys below the first row's lower limit neither (a window's far side).
-    n_full = tl.minimum(n_full, tl.maximum(tl.minimum(start_m + hi_off + 1, seqlen_k), 0) // BLOCK_N * BLOCK_N)
-    n_end = tl.minimum(seqlen_k, tl.maximum(start_m + BLOCK_M + hi_off, 0))
-    n_start = tl.maximum(start_m + lo_off, 0) // BLOCK_N * BLOCK_N
-    # Tiles below the last row's lower limit are seen by some rows only: masked.
-    n_lo_full = tl.maximum(start_m + BLOCK_M - 1 + lo_off, 0)
-    n_lo_full = (n_lo_full + BLOCK_N - 1) // BLOCK_N * BLOCK_N
-    lo_masked_end = tl.minimum(tl.maximum(n_lo_full, n_start), n_end)
-    full_end = tl.maximum(lo_masked_end, n_full)
+    # Row i sees keys i + lo_off <= j <= i + hi_off (and j < seqlen_k); tile ranges: common/key_range.py.
+    lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = key_range(start_m, seqlen_q, seqlen_k, window_left,
+                                                                        window_right, BLOCK_M, BLOCK_N, CAUSAL)
     if start_m >= seqlen_q:  # varlen: a query block past this sequence's end (the grid is the longest's)
         lo_masked_end = n_start
         full_end = n_start

@@ -1,0 +1,39 @@
+"""The keys one query block of an attention kernel sees, causal masks and sliding windows included: one
+definition for the Triton and the Gluon attention kernels (a @triton.jit function called from a Gluon kernel is
+compiled as Gluon; it uses scalar operations only)."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def key_range(start_m, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              CAUSAL: tl.constexpr):
+    """Bounds for the query block [start_m, start_m + BLOCK_M): row i sees keys i + lo_off <= j <= i + hi_off
+    (and j < seqlen_k), FlashAttention's window convention bottom-right aligned (c = seqlen_k - seqlen_q; -1:
+    unlimited side; causal caps the right side at c). Returns (lo_off, hi_off, n_start, lo_masked_end,
+    full_end, n_end): keys [n_start, lo_masked_end) are masked (a window's left edge), [lo_masked_end, full_end)
+    need no mask, [full_end, n_end) are masked (sequence end, causal diagonal, a window's right edge); keys
+    outside [n_start, n_end) are never loaded. n_start, lo_masked_end and full_end are multiples of BLOCK_N."""
+    causal_offset = seqlen_k - seqlen_q
+    hi_off = seqlen_k  # no key lies past j = i + seqlen_k: unlimited, exactly
+    if CAUSAL:
+        hi_off = causal_offset
+    # Window sums in 64 bits (a window near 2^31 must not wrap), then clamped back into int32's range.
+    if window_right >= 0:
+        hi_off = tl.minimum(hi_off.to(tl.int64), causal_offset.to(tl.int64) + window_right).to(tl.int32)
+    lo_off = -(start_m + BLOCK_M)  # no row of this block looks below j = 0 with it: unlimited, exactly
+    if window_left >= 0:
+        lo_off = tl.maximum(lo_off.to(tl.int64), causal_offset.to(tl.int64) - window_left).to(tl.int32)
+    hi_off = tl.minimum(hi_off, seqlen_k)
+    # Keys every row of the block sees lie below the first row's upper limit; keys past the last row's are
+    # never loaded; keys below the first row's lower limit neither (a window's far side).
+    n_full = tl.minimum((seqlen_k // BLOCK_N) * BLOCK_N,
+                        tl.maximum(tl.minimum(start_m + hi_off + 1, seqlen_k), 0) // BLOCK_N * BLOCK_N)
+    n_end = tl.minimum(seqlen_k, tl.maximum(start_m + BLOCK_M + hi_off, 0))
+    n_start = tl.maximum(start_m + lo_off, 0) // BLOCK_N * BLOCK_N
+    # Tiles below the last row's lower limit are seen by some rows only: masked.
+    n_lo_full = (tl.maximum(start_m + BLOCK_M - 1 + lo_off, 0) + BLOCK_N - 1) // BLOCK_N * BLOCK_N
+    lo_masked_end = tl.minimum(tl.maximum(n_lo_full, n_start), n_end)
+    full_end = tl.maximum(lo_masked_end, n_full)
+    return lo_off, hi_off, n_start, lo_masked_end, full_end, n_end
