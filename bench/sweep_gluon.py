@@ -25,7 +25,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
 
 E4M3 = torch.float8_e4m3fn
-BLOCK_M, BLOCK_N, WG_M = 128, 128, 64
+BLOCK_M, WG_M = 128, 64
+
+
+def block_n_of(head_dim):
+    """The library's key tile per head dim (codegen/manifest.py _gluon): 64 at D=256 (shared memory)."""
+    return 64 if head_dim == 256 else 128
 SWITCH_DEFAULTS = {"NUM_STAGES": 2, "KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0}
 
 
@@ -84,14 +89,15 @@ class Problem:
         assert sk % 32 == 0, "the sweep's key-permuted V^T needs whole 32-key blocks"
         self.vt_perm = self.vt[..., key_permutation(sk, self.vt.device)].contiguous()
         self.o = torch.empty(b, s, hq, d, device="cuda", dtype=torch.bfloat16)
+        self.block_n = bn = block_n_of(d)
         self.lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
         self.descs = (
             TensorDescriptor.from_tensor(self.q, [1, BLOCK_M, 1, d], layout(8, d)),
-            TensorDescriptor.from_tensor(self.k, [1, BLOCK_N, 1, d], layout(8, d)),
-            TensorDescriptor.from_tensor(self.vt, [1, 1, d, BLOCK_N], layout(8, BLOCK_N)),
+            TensorDescriptor.from_tensor(self.k, [1, bn, 1, d], layout(8, d)),
+            TensorDescriptor.from_tensor(self.vt, [1, 1, d, bn], layout(8, bn)),
             TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16, 2 * d)),
         )
-        self.vt_perm_desc = TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, BLOCK_N], layout(8, BLOCK_N))
+        self.vt_perm_desc = TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, bn], layout(8, bn))
         self.programs = triton.cdiv(s, BLOCK_M) * b * hq
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
@@ -106,14 +112,15 @@ class Problem:
         grid = (min(self.programs, self.sms),) if persistent else (self.programs,)
         extra = {"batch": p["batch"]} if persistent else {}
         # By keyword: the kernel's parameter list grows (descale strides, windows) and positions would shift.
-        # Per-tensor descales: every descale stride 0; no window, no soft-capping.
+        # Per-tensor descales: every descale stride 0; no window (-1: unlimited), no soft-capping.
         strides = [n for n in kernel.arg_names if "descale_stride" in n]
-        optional = {n: 0 for n in ("window_left", "window_right", "softcap") if n in kernel.arg_names}
+        optional = {n: v for n, v in (("window_left", -1), ("window_right", -1), ("softcap", 0.0))
+                    if n in kernel.arg_names}
         kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
                      **{n: 0 for n in strides}, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
                      group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra, HEAD_DIM=p["head_dim"],
-                     BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=self.causal, **constexprs, num_warps=4)
+                     BLOCK_M=BLOCK_M, BLOCK_N=self.block_n, CAUSAL=self.causal, **constexprs, num_warps=4)
 
     def reference(self, head):
         """float64 attention of batch 0, one query head, on the dequantized inputs."""
@@ -133,7 +140,7 @@ def main():
     ap.add_argument("--variant", action="append", required=True)
     ap.add_argument("--suite", default=os.path.join(HERE, "suites", "standard.csv"))
     ap.add_argument("--seqlens", default="")
-    ap.add_argument("--head-dims", default="128", help="the gluon kernel compiles for 64 and 128")
+    ap.add_argument("--head-dims", default="128", help="the gluon kernel compiles for 64, 128 and 256")
     ap.add_argument("--csv", default="")
     args = ap.parse_args()
     variants = [load_variant(v) for v in args.variant]

@@ -48,7 +48,8 @@ def _int8_qk(d, causal):
 
 
 def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False):
-    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, 128, head_dim, 4, stages, causal,
+    block_n = 64 if head_dim == 256 else 128  # D=256: 64-key tiles (shared memory), P.V in four parts
+    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, block_n, head_dim, 4, stages, causal,
                       family="gluon", v_key_permuted=vkperm, block_descale=int8)
 
 
@@ -140,6 +141,9 @@ def _extra_instances():
     rows.append(_fmha("e4m3", 64, 128, 128, 4, 2, False, ws=True, even_n=True))
     rows.append(_fmha("e4m3", 256, 128, 64, 4, 2, False, ws=True, even_n=True))
     rows += [_gluon(causal, 3) for causal in (False, True)]
+    # D=256 on the Gluon kernel (P.V in four column parts, 64-key tiles; compiled, not yet measured).
+    rows += [_gluon(causal, 2, head_dim=256) for causal in (False, True)]
+    rows += [TransposeConfig("u8", 128, 256, 4, key_permuted=True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

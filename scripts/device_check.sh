@@ -6,7 +6,7 @@
 #   sanitize   scripts/sanitize.sh: compute-sanitizer memcheck, racecheck, initcheck, synccheck (~6 min)
 #   hostbench  host overhead per call: bench/bench_host_overhead.py (Python, vs torch SDPA, with CUDA graphs)
 #              and build/bench/fp8attn_bench_host_overhead (C++), under a minute
-#   sweep      bench/sweep_gluon.py: the Gluon kernel's switches side by side on the suite's D=64 and D=128
+#   sweep      bench/sweep_gluon.py: the Gluon kernel's switches side by side on the suite's D=64, 128 and 256
 #              points (SWEEP_VARIANTS overrides the list), about a minute; needs no build
 #   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
@@ -48,7 +48,7 @@ if step sweep; then
   variants=${SWEEP_VARIANTS:-"lib=$K:KEY_PERMUTED=1 sum=$K:KEY_PERMUTED=1,SUM_ON_TC=1"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
-  timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims 64,128 --csv "$OUT/sweep.csv" \
+  timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims "${SWEEP_HEAD_DIMS:-64,128,256}" --csv "$OUT/sweep.csv" \
     > "$OUT/sweep.txt" 2>&1 || status=1
   tail -50 "$OUT/sweep.txt"
 fi

@@ -183,18 +183,19 @@ GLUON_WG_M = 64
 
 def _gluon_compile_spec(c: FmhaConfig):
     _, _, params, _ = kernel_of(c)
-    # head_dim 256 would need more than the 240 registers a consumer thread gets for the two-level accumulator
-    # (spills even with P V computed in halves, 2026-12-01; docs/perf/NOTES.md).
+    # head_dim 256: P.V in four column parts (the two-level accumulator does not fit the 240 registers a consumer
+    # thread gets otherwise) and 64-key tiles (shared memory: Q 32 KB, two K and two V^T stages 64 KB, O 64 KB).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
+    tile_ok = (c.head_dim in (64, 128) and c.block_n == 128) or (c.head_dim == 256 and c.block_n == 64 and not int8)
     supported = ((c.qk_type == "e4m3" and not c.block_descale) or int8) and (
                  c.v_type == "e4m3" and c.out_type == "bf16" and c.acc_type == "f32"
-                 and c.block_m == 2 * GLUON_WG_M and c.block_n == 128 and c.head_dim in (64, 128) and c.warps == 4
+                 and c.block_m == 2 * GLUON_WG_M and tile_ok and c.warps == 4
                  and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural
                  and not c.softcap)
     if not supported:
-        raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc) -> bf16, 128x128x64 or "
-                         "x128, w4 (two consumer warpgroups of 64 rows + a producer warp), 2 or 3 stages, V^T "
-                         "(optionally vkperm), no ws/evenn/vnat/softcap")
+        raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc) -> bf16, 128x128x64, "
+                         "128x128x128 or 128x64x256 (e4m3), w4 (two consumer warpgroups of 64 rows + a producer "
+                         "warp), 2 or 3 stages, V^T (optionally vkperm), no ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
     row_swizzle = min(128, c.head_dim)  # e4m3: one byte per element
@@ -203,7 +204,7 @@ def _gluon_compile_spec(c: FmhaConfig):
         # V^T: [batch, heads_kv, head_dim, seqlen_k] (sequence contiguous).
         "q_desc": _gluon_tensordesc(io, [1, c.block_m, 1, c.head_dim], row_swizzle),
         "k_desc": _gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
-        "vt_desc": _gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n]),
+        "vt_desc": _gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n)),
         # Each consumer warpgroup stores its own 64 rows.
         "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",

@@ -179,6 +179,29 @@ def _v_tile(v_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
 
 
 @gluon.jit
+def _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, PV_N: gl.constexpr,
+              layout: gl.constexpr):
+    """P.V at HEAD_DIM = 4 PV_N, in four column parts: the two-level accumulation needs a fresh product beside
+    the accumulator, and a whole [64, 256] product (128 registers) next to O (128) does not fit the 240 registers
+    a consumer thread gets. Parts 0-2 are issued, waited for and folded one at a time (32 registers in flight);
+    part 3 is returned in flight, for the caller to issue the next S behind it. acc is a tuple of four
+    [64, PV_N] accumulators; returns (acc with parts 0-2 folded, part 3's product)."""
+    vt = v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N])
+    a0 = acc[0] * rescale[:, None] + warpgroup_mma_wait(num_outstanding=0, deps=(warpgroup_mma(
+        p8, vt.slice(0, PV_N, dim=0).permute((1, 0)), gl.zeros([WG_M, PV_N], gl.float32, layout), use_acc=False,
+        is_async=True), ))
+    a1 = acc[1] * rescale[:, None] + warpgroup_mma_wait(num_outstanding=0, deps=(warpgroup_mma(
+        p8, vt.slice(PV_N, PV_N, dim=0).permute((1, 0)), gl.zeros([WG_M, PV_N], gl.float32, layout), use_acc=False,
+        is_async=True), ))
+    a2 = acc[2] * rescale[:, None] + warpgroup_mma_wait(num_outstanding=0, deps=(warpgroup_mma(
+        p8, vt.slice(2 * PV_N, PV_N, dim=0).permute((1, 0)), gl.zeros([WG_M, PV_N], gl.float32, layout),
+        use_acc=False, is_async=True), ))
+    pv3 = warpgroup_mma(p8, vt.slice(3 * PV_N, PV_N, dim=0).permute((1, 0)),
+                        gl.zeros([WG_M, PV_N], gl.float32, layout), use_acc=False, is_async=True)
+    return (a0, a1, a2, acc[3]), pv3
+
+
+@gluon.jit
 def _tile_row_sum(ls, row_layout: gl.constexpr):
     """Row sums of P from the [64, 8] product P x [ones, zeros...]: column 0 holds them, the others are 0."""
     return gl.convert_layout(gl.sum(ls, 1), row_layout)
@@ -195,16 +218,17 @@ def _s_zeros(M: gl.constexpr, N: gl.constexpr, layout: gl.constexpr, QK_INT8: gl
 
 @gluon.jit
 def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
-                  kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+                  kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                   KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
                   BLOCK_DESCALE: gl.constexpr):
     """Online softmax of one KV tile's scores (see fmha_fwd_triton._attn_tile): returns P in e4m3, in the
     A-operand layout of the P.V wgmma, the new row sum, maximum and frame, and the factor that moves the
-    accumulator from the old frame to the new one."""
+    accumulator from the old frame to the new one. PV_N: the N extent of the P.V products (HEAD_DIM, or a
+    quarter of it at HEAD_DIM = 256)."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 32])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 32])
+                                                       instr_shape=[16, PV_N, 32])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     if QK_INT8:
         qk = qk.to(gl.float32)  # int32 sums of int8 products: |q.k| <= 127^2 * 256 < 2^24, exact in float32
@@ -268,9 +292,12 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
     into the accumulator as soon as it is done, while S_{j+1} still runs. P_j is made and used within the
-    step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked)."""
+    step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked).
+    HEAD_DIM = 256: O is four [64, 64] accumulators and P.V runs in four column parts (_pv_parts)."""
+    PV_N: gl.constexpr = 64 if HEAD_DIM > 128 else HEAD_DIM
+    gl.static_assert(HEAD_DIM <= 128 or (HEAD_DIM == 4 * PV_N and not SUM_ON_TC), "D=256: four parts, no SUM_ON_TC")
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 32])
+                                                       instr_shape=[16, PV_N, 32])
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 32])
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
@@ -312,7 +339,11 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
         m_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)
         f_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)  # frame of acc and l: 2^f_i scales them
         l_i = gl.zeros([WG_M], gl.float32, row_layout)
-        acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
+        if HEAD_DIM > 128:
+            acc = (gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
+                   gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout))
+        else:
+            acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
 
         mbarrier.wait(q_ready, count & 1)
         n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # n_start is a multiple of BLOCK_N
@@ -330,11 +361,16 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                 p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
                                                            (start_n < lo_masked_end) | (start_n >= full_end),
                                                            offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
-                                                           k_descale_stride_blk, CAUSAL, HEAD_DIM, BLOCK_N,
+                                                           k_descale_stride_blk, CAUSAL, PV_N, BLOCK_N,
                                                            KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
-                pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, HEAD_DIM],
-                                   gl.float32, o_layout), use_acc=False, is_async=True)
+                if HEAD_DIM > 128:
+                    acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, o_layout)
+                    pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
+                    acc = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
+                else:
+                    pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, HEAD_DIM],
+                                       gl.float32, o_layout), use_acc=False, is_async=True)
                 if SUM_ON_TC:
                     ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
                                        use_acc=False, is_async=True)
@@ -344,10 +380,11 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                 if SUM_ON_TC:
                     pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
                     l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
-                else:
+                elif HEAD_DIM <= 128:
                     pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
                 mbarrier.arrive(v_empty.index(s), count=1)
-                acc = acc * rescale[:, None] + pv
+                if HEAD_DIM <= 128:
+                    acc = acc * rescale[:, None] + pv
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
             qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
@@ -358,11 +395,14 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                                                        (start_n < lo_masked_end) | (start_n >= full_end), offs_m,
                                                        qk_scale, lo_off, hi_off, seqlen_k, kd_base,
                                                        k_descale_stride_blk, CAUSAL,
-                                                       HEAD_DIM, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
+                                                       PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                                                        BLOCK_DESCALE)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
-            pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM),
-                               gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
+            if HEAD_DIM > 128:
+                acc, pv = _pv_parts(p8, v_bufs, last % NUM_STAGES, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, o_layout)
+            else:
+                pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM),
+                                   gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
             if SUM_ON_TC:
                 ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
                                    use_acc=False, is_async=True)
@@ -371,7 +411,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
             else:
                 pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
             mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
-            acc = acc * rescale[:, None] + pv
+            if HEAD_DIM > 128:
+                acc = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
+            else:
+                acc = acc * rescale[:, None] + pv
         else:
             mbarrier.arrive(q_empty, count=1)
         it += n_tiles
@@ -381,10 +424,14 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
         # comparison, so a NaN row keeps NaN in both.
         no_keys = l_i == 0.0
         inv_l = gl.where(no_keys, 0.0, vd / gl.where(no_keys, 1.0, l_i))
-        out = acc * gl.convert_layout(inv_l, gl.SliceLayout(1, o_layout))[:, None]
+        inv_l = gl.convert_layout(inv_l, gl.SliceLayout(1, o_layout))
         # The previous tile's store must have read o_smem before it is overwritten.
         tma.store_wait(pendings=0)
-        o_tile.store(out.to(o_desc.dtype))
+        if HEAD_DIM > 128:
+            for c in gl.static_range(4):
+                o_tile.slice(c * PV_N, PV_N, dim=1).store((acc[c] * inv_l[:, None]).to(o_desc.dtype))
+        else:
+            o_tile.store((acc * inv_l[:, None]).to(o_desc.dtype))
         fence_async_shared()
         # TMA drops the rows past seqlen_q; the store completes under the next tile's work.
         tma.async_copy_shared_to_global(o_desc, [b, row0, h, 0], o_smem)
