@@ -53,6 +53,11 @@ def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False):
                       family="gluon", v_key_permuted=vkperm, block_descale=int8)
 
 
+def _gluon_bf16(causal, head_dim):
+    # BF16 on the Gluon kernel: V read as given (no transpose), P rounded to bf16.
+    return FmhaConfig("bf16", "bf16", "f32", "bf16", 128, 128, head_dim, 4, 2, causal, family="gluon")
+
+
 def _default_instances():
     # Order is preference: the heuristic (src/fmha/fmha_heuristic.cpp) takes the first instance that supports a
     # problem, so specialized fast paths come before the general instances.
@@ -78,6 +83,10 @@ def _default_instances():
             _fmha("bf16", 128, 128, 128, 8, 2, causal),
             _fmha("bf16", 256, 128, 64, 8, 2, causal),
         ]
+    # BF16 on the Gluon kernel (V read as given, P in bf16), not yet measured: after the Triton BF16 instances,
+    # which run every BF16 problem, so the heuristic does not pick it yet; the GPU tests force it by name and the
+    # profiler times every instance.
+    rows += [_gluon_bf16(causal, d) for causal in (False, True) for d in (64, 128)]
     # FP8 reading V head_dim-contiguous and transposing each tile on chip ("vnat"): one launch per call instead
     # of two. Triton 3.6 transposes through registers and shared memory (PRMT + STS), which costs 2.4-3x in
     # throughput: at D=128 (standard suite, H200, 2026-11-30) 269 vs 767 TFLOP/s at S=8192 full, 260 vs 594
@@ -141,9 +150,10 @@ def _extra_instances():
     rows.append(_fmha("e4m3", 64, 128, 128, 4, 2, False, ws=True, even_n=True))
     rows.append(_fmha("e4m3", 256, 128, 64, 4, 2, False, ws=True, even_n=True))
     rows += [_gluon(causal, 3) for causal in (False, True)]
-    # D=256 on the Gluon kernel (P.V in four column parts, 64-key tiles; compiled, not yet measured).
+    # D=256 FP8 on the Gluon kernel (O in four column parts, 64-key tiles), not yet run: here, not in the default
+    # set, because a key-permuted V^T (fp8attn.transpose_v(key_permuted=True), the fused quantize path) would
+    # select it first. Build with FP8ATTN_KERNELS='*x256*gluon' to test and time it.
     rows += [_gluon(causal, 2, head_dim=256) for causal in (False, True)]
-    rows += [TransposeConfig("u8", 128, 256, 4, key_permuted=True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

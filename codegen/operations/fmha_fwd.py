@@ -186,32 +186,39 @@ def _gluon_compile_spec(c: FmhaConfig):
     # head_dim 256: P.V in four column parts (the two-level accumulator does not fit the 240 registers a consumer
     # thread gets otherwise) and 64-key tiles (shared memory: Q 32 KB, two K and two V^T stages 64 KB, O 64 KB).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
-    tile_ok = (c.head_dim in (64, 128) and c.block_n == 128) or (c.head_dim == 256 and c.block_n == 64 and not int8)
-    supported = ((c.qk_type == "e4m3" and not c.block_descale) or int8) and (
-                 c.v_type == "e4m3" and c.out_type == "bf16" and c.acc_type == "f32"
+    bf16 = c.qk_type == "bf16" and c.v_type == "bf16" and not c.block_descale and not c.v_key_permuted
+    tile_ok = (c.head_dim in (64, 128) and c.block_n == 128) or (
+        c.head_dim == 256 and c.block_n == 64 and not int8 and not bf16)
+    supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
+                 (int8 and c.v_type == "e4m3") or bf16) and (
+                 c.out_type == "bf16" and c.acc_type == "f32"
                  and c.block_m == 2 * GLUON_WG_M and tile_ok and c.warps == 4
                  and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural
                  and not c.softcap)
     if not supported:
-        raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc) -> bf16, 128x128x64, "
-                         "128x128x128 or 128x64x256 (e4m3), w4 (two consumer warpgroups of 64 rows + a producer "
-                         "warp), 2 or 3 stages, V^T (optionally vkperm), no ws/evenn/vnat/softcap")
+        raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
+                         "-> bf16, 128x128x64, 128x128x128 or 128x64x256 (e4m3), w4 (two consumer warpgroups of 64 "
+                         "rows + a producer warp), 2 or 3 stages, FP8 V^T (optionally vkperm), no "
+                         "ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
-    row_swizzle = min(128, c.head_dim)  # e4m3: one byte per element
+    row_swizzle = min(128, c.head_dim * (2 if bf16 else 1))  # bytes per row of head_dim elements
     types = {
         # Q, O: [batch, seqlen_q, heads_q, head_dim]; K: [batch, seqlen_k, heads_kv, head_dim];
         # V^T: [batch, heads_kv, head_dim, seqlen_k] (sequence contiguous).
         "q_desc": _gluon_tensordesc(io, [1, c.block_m, 1, c.head_dim], row_swizzle),
         "k_desc": _gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
-        "vt_desc": _gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n)),
+        # FP8: V^T [batch, heads_kv, head_dim, seqlen_k]; BF16: V itself [batch, seqlen_k, heads_kv, head_dim].
+        "vt_desc": (_gluon_tensordesc(TRITON_TYPES[c.v_type], [1, c.block_n, 1, c.head_dim], min(128, 2 * c.head_dim))
+                    if bf16 else
+                    _gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n))),
         # Each consumer warpgroup stores its own 64 rows.
         "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
     }
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,
-                  "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale}
+                  "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -134,7 +134,7 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
 def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
               HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
-              NUM_STAGES: gl.constexpr):
+              NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
     one), then its K and V^T tiles through the ring. `it` counts ring slots across tiles, so the next tile's
     K and V stream in while the consumers finish the current one."""
@@ -160,7 +160,10 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
             tma.async_copy_global_to_shared(k_desc, [b, start_n, h_kv, 0], k_ready.index(s), k_bufs.index(s))
             mbarrier.wait(v_empty.index(s), phase ^ 1)
             mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(vt_desc, [b, h_kv, 0, start_n], v_ready.index(s), v_bufs.index(s))
+            if V_NATURAL:  # BF16: V itself, [batch, seqlen_k, heads_kv, HEAD_DIM]
+                tma.async_copy_global_to_shared(vt_desc, [b, start_n, h_kv, 0], v_ready.index(s), v_bufs.index(s))
+            else:
+                tma.async_copy_global_to_shared(vt_desc, [b, h_kv, 0, start_n], v_ready.index(s), v_bufs.index(s))
             it += 1
         count += 1
 
@@ -172,10 +175,15 @@ def _k_tile(k_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
 
 
 @gluon.jit
-def _v_tile(v_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
-    """Stage s of the V^T ring, [HEAD_DIM, BLOCK_N] sequence contiguous, viewed as [BLOCK_N, HEAD_DIM] K-major
-    (FP8 wgmma needs both operands K-major)."""
-    return v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N]).permute((1, 0))
+def _v_tile(v_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, V_NATURAL: gl.constexpr):
+    """Stage s of the V ring as P.V's B operand [BLOCK_N, HEAD_DIM]. FP8: V^T's [HEAD_DIM, BLOCK_N] tile
+    (sequence contiguous) viewed K-major (FP8 wgmma needs both operands K-major). BF16 (V_NATURAL): V's own
+    [BLOCK_N, HEAD_DIM] tile, head_dim contiguous (16-bit wgmma reads an N-major B)."""
+    if V_NATURAL:
+        tile = v_bufs.index(s).reshape([BLOCK_N, HEAD_DIM])
+    else:
+        tile = v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N]).permute((1, 0))
+    return tile
 
 
 @gluon.jit
@@ -220,15 +228,16 @@ def _s_zeros(M: gl.constexpr, N: gl.constexpr, layout: gl.constexpr, QK_INT8: gl
 def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
                   kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                   KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
-                  BLOCK_DESCALE: gl.constexpr):
+                  BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr):
     """Online softmax of one KV tile's scores (see fmha_fwd_triton._attn_tile): returns P in e4m3, in the
     A-operand layout of the P.V wgmma, the new row sum, maximum and frame, and the factor that moves the
     accumulator from the old frame to the new one. PV_N: the N extent of the P.V products (HEAD_DIM, or a
     quarter of it at HEAD_DIM = 256)."""
+    MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, 32])
+                                                       instr_shape=[16, BLOCK_N, MMA_K])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, PV_N, 32])
+                                                       instr_shape=[16, PV_N, MMA_K])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     if QK_INT8:
         qk = qk.to(gl.float32)  # int32 sums of int8 products: |q.k| <= 127^2 * 256 < 2^24, exact in float32
@@ -257,8 +266,11 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, 
     rescale = gl.exp2(f_i - frame)
     if not SUM_ON_TC:  # else the caller adds the tile's sum from the tensor cores
         l_i = l_i * rescale + gl.sum(p, 1)
-    p8 = p.to(gl.float8e4nv)
-    if KEY_PERMUTED:
+    if V_NATURAL:
+        # BF16: P rounded to bf16; for 16-bit operands S's accumulator fragment already is the A fragment of
+        # P.V (k_width 2), so the conversion moves no data.
+        p8 = gl.convert_layout(p.to(gl.bfloat16), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
+    elif KEY_PERMUTED:
         # Within each 32-key block, wgmma's A fragment holds keys 4t..4t+3 and 16+4t..19+4t in thread t of a
         # quad, while the accumulator fragment holds keys 2t, 2t+1, 8+2t, 9+2t, 16+2t, ... Relabel the keys so
         # that the two coincide (swap the "which n8 block" and "which thread" digits of the key index); V^T's
@@ -273,7 +285,7 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, 
             "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1; cvt.rn.satfinite.e4m3x2.f32 hi, $4, $3; "
             "mov.b32 $0, {lo, hi}; }", "=r,r,r,r,r", [pp], gl.float8e4nv, True, 4)
     else:
-        p8 = gl.convert_layout(p8, p_layout)
+        p8 = gl.convert_layout(p.to(gl.float8e4nv), p_layout)
     # Row vectors live in S's row layout; O's is the same when BLOCK_N == HEAD_DIM (then this is free).
     return p8, l_i, m_new, frame, gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))
 
@@ -287,7 +299,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
               heads_q, group_size, write_lse, window_left, window_right, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
               BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-              SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr):
+              SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
@@ -295,11 +307,14 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
     step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked).
     HEAD_DIM = 256: O is four [64, 64] accumulators and P.V runs in four column parts (_pv_parts)."""
     PV_N: gl.constexpr = 64 if HEAD_DIM > 128 else HEAD_DIM
-    gl.static_assert(HEAD_DIM <= 128 or (HEAD_DIM == 4 * PV_N and not SUM_ON_TC), "D=256: four parts, no SUM_ON_TC")
+    gl.static_assert(HEAD_DIM <= 128 or (HEAD_DIM == 4 * PV_N and not SUM_ON_TC and not V_NATURAL),
+                     "D=256: FP8, four parts, no SUM_ON_TC")
+    gl.static_assert(not V_NATURAL or not (KEY_PERMUTED or SUM_ON_TC or QK_INT8), "BF16: plain V, no switches")
+    MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, PV_N, 32])
+                                                       instr_shape=[16, PV_N, MMA_K])
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, 32])
+                                                       instr_shape=[16, BLOCK_N, MMA_K])
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
     # SUM_ON_TC: the row sums of P come from the tensor cores, as P times an [BLOCK_N, 8] operand whose first
     # column is ones (ones_smem): 4 small MMAs per tile instead of 64 FADDs per thread.
@@ -362,14 +377,15 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                                                            (start_n < lo_masked_end) | (start_n >= full_end),
                                                            offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
                                                            k_descale_stride_blk, CAUSAL, PV_N, BLOCK_N,
-                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE)
+                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
+                                                           V_NATURAL)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
                 if HEAD_DIM > 128:
                     acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, o_layout)
                     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
                     acc = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
                 else:
-                    pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM), gl.zeros([WG_M, HEAD_DIM],
+                    pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), gl.zeros([WG_M, HEAD_DIM],
                                        gl.float32, o_layout), use_acc=False, is_async=True)
                 if SUM_ON_TC:
                     ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
@@ -396,12 +412,12 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                                                        qk_scale, lo_off, hi_off, seqlen_k, kd_base,
                                                        k_descale_stride_blk, CAUSAL,
                                                        PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                                                       BLOCK_DESCALE)
+                                                       BLOCK_DESCALE, V_NATURAL)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
             if HEAD_DIM > 128:
                 acc, pv = _pv_parts(p8, v_bufs, last % NUM_STAGES, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, o_layout)
             else:
-                pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM),
+                pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM, V_NATURAL),
                                    gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
             if SUM_ON_TC:
                 ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
@@ -452,14 +468,15 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, 
                seqlen_k, heads_q, group_size, write_lse, window_left, window_right, HEAD_DIM: gl.constexpr,
                BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr):
+               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
+               V_NATURAL: gl.constexpr):
     _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, window_left, window_right, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE)
+              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL)
 
 
 @gluon.jit
@@ -476,7 +493,7 @@ def fmha_fwd_gluon_kernel(
     batch,
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
-    QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
+    QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -522,7 +539,7 @@ def fmha_fwd_gluon_kernel(
                      q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                     BLOCK_DESCALE)),
+                     BLOCK_DESCALE, V_NATURAL)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                       v_ready,
                       v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
@@ -530,8 +547,8 @@ def fmha_fwd_gluon_kernel(
                       q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                       seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                       HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                      BLOCK_DESCALE)),
+                      BLOCK_DESCALE, V_NATURAL)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, HEAD_DIM,
-                     BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES)),
+                     BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL)),
     ], [4, 1], [240, 24])

@@ -22,7 +22,8 @@ char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) 
 
 /// The Gluon kernel's parameters: host TMA descriptors (4-D, Triton's outermost-first order, so that TMA clips at
 /// each sequence's end) encoded as the compiled kernel expects them (instance.tensor_descs), then the scalars.
-/// V is read as V^T [batch, heads_kv, head_dim, seqlen_k] with strides (vb, vh, vs, 1).
+/// FP8: V is read as V^T [batch, heads_kv, head_dim, seqlen_k] with strides (vb, vh, vs, 1); BF16: as given,
+/// [batch, seqlen_k, heads_kv, head_dim] with strides (vb, vs, vh, 1).
 /// vt_extent: V^T's sequence extent for TMA: seqlen_k for a caller's sequence-contiguous V (TMA's zero fill
 /// past it keeps the caller's padding, possibly NaN, out of P.V), the padded length for the V^T fp8attn wrote
 /// (its padding is zeros, and a key-permuted V^T holds keys < seqlen_k at positions past it).
@@ -50,8 +51,14 @@ Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstanc
       !s) {
     return s;
   }
-  if (Status s = runtime::make_tensor_map_param(driver, m[2], v_ptr, {p.batch, p.heads_kv, d, std::max(vt_extent, sk)},
-                                                {vb, vh, vs, 1}, &kp.vt_desc);
+  // FP8 reads V^T [batch, heads_kv, head_dim, extent]; BF16 reads V as given, [batch, seqlen_k, heads_kv, head_dim]
+  // (16-bit wgmma takes a head_dim-contiguous B operand).
+  bool const v_natural = !fmha_config(instance).v_transposed;
+  if (Status s = v_natural ? runtime::make_tensor_map_param(driver, m[2], v_ptr, {p.batch, sk, p.heads_kv, d},
+                                                            {vb, vs, vh, 1}, &kp.vt_desc)
+                           : runtime::make_tensor_map_param(driver, m[2], v_ptr,
+                                                            {p.batch, p.heads_kv, d, std::max(vt_extent, sk)},
+                                                            {vb, vh, vs, 1}, &kp.vt_desc);
       !s) {
     return s;
   }
