@@ -42,6 +42,9 @@ if step bench; then
   PYTHONPATH=build/python timeout 300 python3 bench/bench_vs_cudnn.py --output "$OUT/bench_vs_cudnn.csv" \
     --plot "$OUT/bench_vs_cudnn.png" > "$OUT/bench.txt" 2>&1 || status=1
   tail -30 "$OUT/bench.txt"
+  # Against the committed run (docs/perf/bench_vs_cudnn.csv): any fp8attn point more than 5% slower fails the step.
+  python3 bench/compare_runs.py "$OUT/bench_vs_cudnn.csv" > "$OUT/compare_runs.txt" 2>&1 || status=1
+  grep -E "REGRESSION|^# " "$OUT/compare_runs.txt"
 fi
 if step sweep; then
   K=kernels/fmha_fwd/fmha_fwd_gluon.py
