@@ -16,7 +16,10 @@ def key_range(start_m, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M: t
     need no mask, [full_end, n_end) are masked (sequence end, causal diagonal, a window's right edge); keys
     outside [n_start, n_end) are never loaded. n_start, lo_masked_end and full_end are multiples of BLOCK_N."""
     causal_offset = seqlen_k - seqlen_q
-    hi_off = seqlen_k  # no key lies past j = i + seqlen_k: unlimited, exactly
+    # Unlimited, exactly: every row of this block (i >= start_m) reaches j = seqlen_k with it, and the sums below
+    # stay within seqlen_k + BLOCK_M + 1 (with hi_off = seqlen_k, i + hi_off passed 2^31 once seqlen_q + seqlen_k
+    # did).
+    hi_off = seqlen_k - start_m
     if CAUSAL:
         hi_off = causal_offset
     # Window sums in 64 bits (a window near 2^31 must not wrap), then clamped back into int32's range.

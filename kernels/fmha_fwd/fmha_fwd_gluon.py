@@ -192,8 +192,10 @@ def _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
     """P.V at HEAD_DIM = 4 PV_N, in four column parts: the two-level accumulation needs a fresh product beside
     the accumulator, and a whole [64, 256] product (128 registers) next to O (128) does not fit the 240 registers
     a consumer thread gets. Parts 0-2 are issued, waited for and folded one at a time (32 registers in flight);
-    part 3 is returned in flight, for the caller to issue the next S behind it. acc is a tuple of four
-    [64, PV_N] accumulators; returns (acc with parts 0-2 folded, part 3's product)."""
+    part 3 is returned in flight and the caller waits for it and folds it before issuing the next S (issuing S
+    behind part 3 spilled 4x more, docs/perf/NOTES.md), so at D=256 a warpgroup's P.V and its next S do not
+    overlap; the other warpgroup's work fills the tensor cores meanwhile. acc is a tuple of four [64, PV_N]
+    accumulators; returns (acc with parts 0-2 folded, part 3's product)."""
     vt = v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N])
     a0 = acc[0] * rescale[:, None] + warpgroup_mma_wait(num_outstanding=0, deps=(warpgroup_mma(
         p8, vt.slice(0, PV_N, dim=0).permute((1, 0)), gl.zeros([WG_M, PV_N], gl.float32, layout), use_acc=False,
