@@ -12,6 +12,7 @@
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
+#   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -69,6 +70,11 @@ if step varlen; then
   PYTHONPATH=build/python timeout 200 python3 bench/bench_varlen.py --csv "$OUT/bench_varlen.csv" > "$OUT/varlen.txt" 2>&1 \
     || status=1
   cat "$OUT/varlen.txt"
+fi
+if step guard; then
+  PYTHONPATH=build/python timeout 300 python3 bench/bench_guard.py --csv "$OUT/bench_guard.csv" > "$OUT/guard.txt" 2>&1 \
+    || status=1
+  cat "$OUT/guard.txt"
 fi
 if step sanitize; then
   OUT="$OUT" scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1 || status=1

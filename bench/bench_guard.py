@@ -1,0 +1,107 @@
+"""The quality guard's cost when it does not trigger (issue 7: <= 3% of the guarded mode's end-to-end time).
+
+A model's layer loop without the model: L layers, each with its own BF16 q, k, v (B, H, S, D), called once per
+step in order, for enough steps that every layer is checked several times (the guard recomputes `rows` query
+rows in BF16 every `every` calls of a key). Timed per step with CUDA events, median over repeats:
+
+    plain     fp8attn.modes.attention(mode="fp8") per layer
+    guarded   the same call through fp8attn.guard.QualityGuard (what the transformers integration's
+              "fp8_guarded" mode runs), the BF16 reference through mode="bf16"
+
+    PYTHONPATH=build/python python3 bench/bench_guard.py [--layers 24 --seqlen 2048 --every 64,8] [--csv out.csv]
+
+Prints the overhead per configuration; a benchmark, never a test. The guard must not have fallen back during
+the run (the inputs are ordinary Gaussian data): the script says so if it did.
+"""
+
+import argparse
+import csv
+import statistics
+import sys
+
+
+def step_time(fn, steps, repeats):
+    """Median ms of one step (every layer once), from CUDA events around `steps` steps."""
+    import torch
+    for _ in range(steps):  # warm-up: compiles nothing (AOT) but fills the allocator and the guard's state
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(repeats):
+        start.record()
+        for _ in range(steps):
+            fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / steps)
+    return statistics.median(samples)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layers", type=int, default=24)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--seqlen", default="512,2048", help="comma-separated sequence lengths")
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--every", default="64,8", help="the guard's check interval(s), comma-separated")
+    ap.add_argument("--rows", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=128, help="steps per timed sample (>= 2x the interval)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--csv")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from fp8attn.guard import QualityGuard
+    from fp8attn.modes import attention
+
+    rows_out, fell_back = [], False
+    print(f"{'seqlen':>7} {'every':>6} {'plain ms/step':>14} {'guarded ms/step':>16} {'overhead':>9} {'checks':>7}")
+    for seqlen in (int(s) for s in args.seqlen.split(",")):
+        gen = torch.Generator(device="cuda").manual_seed(seqlen)
+        shape = (args.batch, args.heads, seqlen, args.head_dim)
+        layers = [tuple(torch.randn(shape, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
+                  for _ in range(args.layers)]
+
+        def fp8(q, k, v):
+            return attention(q, k, v, mode="fp8", causal=True, layout="bhsd")
+
+        def bf16(q, k, v):
+            return attention(q, k, v, mode="bf16", causal=True, layout="bhsd")
+
+        def plain():
+            for q, k, v in layers:
+                fp8(q, k, v)
+
+        plain_ms = step_time(plain, args.steps, args.repeats)
+        for every in (int(e) for e in args.every.split(",")):
+            guard = QualityGuard(every=every, rows=args.rows)
+
+            def guarded():
+                for i, (q, k, v) in enumerate(layers):
+                    guard.attention(i, q, k, v, fp8, bf16)
+
+            guarded_ms = step_time(guarded, args.steps, args.repeats)
+            report = guard.report()
+            checks = sum(r["checks"] for r in report.values())
+            if any(r["fallback"] for r in report.values()):
+                fell_back = True
+                print(f"the guard fell back on ordinary inputs (seqlen {seqlen}, every {every}): {report}")
+            overhead = guarded_ms / plain_ms - 1.0
+            print(f"{seqlen:7d} {every:6d} {plain_ms:14.3f} {guarded_ms:16.3f} {overhead:9.2%} {checks:7d}")
+            rows_out.append({"seqlen": seqlen, "every": every, "rows": args.rows, "layers": args.layers,
+                             "plain_ms_per_step": f"{plain_ms:.4f}", "guarded_ms_per_step": f"{guarded_ms:.4f}",
+                             "overhead": f"{overhead:.4f}", "checks": checks})
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows_out[0]))
+            w.writeheader()
+            w.writerows(rows_out)
+        print(f"wrote {args.csv}")
+    return 1 if fell_back else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
