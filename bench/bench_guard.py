@@ -16,26 +16,12 @@ the run (the inputs are ordinary Gaussian data): the script says so if it did.
 
 import argparse
 import csv
-import statistics
+import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-def step_time(fn, steps, repeats):
-    """Median ms of one step (every layer once), from CUDA events around `steps` steps."""
-    import torch
-    for _ in range(steps):  # warm-up: compiles nothing (AOT) but fills the allocator and the guard's state
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(repeats):
-        start.record()
-        for _ in range(steps):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / steps)
-    return statistics.median(samples)
+import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda)
 
 
 def main(argv=None):
@@ -47,8 +33,9 @@ def main(argv=None):
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--every", default="64,8", help="the guard's check interval(s), comma-separated")
     ap.add_argument("--rows", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=128, help="steps per timed sample (>= 2x the interval)")
+    ap.add_argument("--warmup", type=int, default=128, help="steps before timing (fills the guard's state)")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--target-ms", type=float, default=300.0, help="length of one timed sample (many checks)")
     ap.add_argument("--csv")
     args = ap.parse_args(argv)
 
@@ -75,7 +62,7 @@ def main(argv=None):
             for q, k, v in layers:
                 fp8(q, k, v)
 
-        plain_ms = step_time(plain, args.steps, args.repeats)
+        plain_ms = bvc.time_cuda(plain, args)  # ms per step
         for every in (int(e) for e in args.every.split(",")):
             guard = QualityGuard(every=every, rows=args.rows)
 
@@ -83,7 +70,7 @@ def main(argv=None):
                 for i, (q, k, v) in enumerate(layers):
                     guard.attention(i, q, k, v, fp8, bf16)
 
-            guarded_ms = step_time(guarded, args.steps, args.repeats)
+            guarded_ms = bvc.time_cuda(guarded, args)
             report = guard.report()
             checks = sum(r["checks"] for r in report.values())
             if any(r["fallback"] for r in report.values()):
