@@ -34,8 +34,8 @@ a block's window are never loaded, tiles on its edges are masked):
   * scores in the exp2 domain, softmax_scale * q_descale * k_descale * log2(e) folded into one qk_scale;
   * each KV tile's P is taken against the tile's own row maximum, floored at (running max - REF_FLOOR), and
     biased by 2^P_EXPONENT_BIAS before the cast to e4m3; accumulator and row sum live in a per-row frame f;
-  * two-level accumulation: each tile's P V goes into a fresh FP32 accumulator, then
-    acc = acc * 2^(f_old - f_new) + pv;
+  * two-level accumulation (FP8): each tile's P V goes into a fresh FP32 accumulator, then
+    acc = acc * 2^(f_old - f_new) + pv; BF16 accumulates in the MMA (acc rescaled first: one level);
   * O = acc / l * v_descale; a row that saw no key (l == 0) gets O = 0 and LSE = -inf; a NaN row gets NaN
     (tested as l == 0, not l > 0).
 
@@ -386,9 +386,15 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                     acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, o_layout)
                     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
                     acc = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
+                elif V_NATURAL:
+                    # BF16: one level, O rescaled and accumulated by the MMA itself (16-bit products accumulate in
+                    # float32 exactly enough; the two levels are for FP8's limited accumulator): no fresh product
+                    # beside O, 64 registers fewer.
+                    pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), acc * rescale[:, None],
+                                       use_acc=True, is_async=True)
                 else:
-                    pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), gl.zeros([WG_M, HEAD_DIM],
-                                       gl.float32, o_layout), use_acc=False, is_async=True)
+                    pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL),
+                                       gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
                 if SUM_ON_TC:
                     ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
                                        use_acc=False, is_async=True)
@@ -401,7 +407,9 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                 elif HEAD_DIM <= 128:
                     pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
                 mbarrier.arrive(v_empty.index(s), count=1)
-                if HEAD_DIM <= 128:
+                if V_NATURAL:
+                    acc = pv
+                elif HEAD_DIM <= 128:
                     acc = acc * rescale[:, None] + pv
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
@@ -418,6 +426,9 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
             if HEAD_DIM > 128:
                 acc, pv = _pv_parts(p8, v_bufs, last % NUM_STAGES, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, o_layout)
+            elif V_NATURAL:  # BF16: one level (see the loop)
+                pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM, V_NATURAL),
+                                   acc * rescale[:, None], use_acc=True, is_async=True)
             else:
                 pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM, V_NATURAL),
                                    gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
@@ -431,6 +442,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
             mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
             if HEAD_DIM > 128:
                 acc = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
+            elif V_NATURAL:
+                acc = pv
             else:
                 acc = acc * rescale[:, None] + pv
         else:
