@@ -1,0 +1,99 @@
+"""kernels/common/key_range.py, the key bounds both attention kernels (Triton and Gluon) take a query block's
+tiles from, run in Triton's interpreter over random problems and checked against FlashAttention's definition of
+what row i sees (with c = seqlen_k - seqlen_q: j <= i + c if causal, i + c - left <= j <= i + c + right for a
+window, j < seqlen_k):
+  * the keys a row keeps (masked tiles apply the row's bounds, unmasked tiles keep every key) are exactly its
+    visible keys, for every row of the block below seqlen_q;
+  * unmasked tiles lie inside [0, seqlen_k) (no key past the sequence is kept unmasked);
+  * n_start is a multiple of BLOCK_N and the tile count is the same however it is computed (the producer's
+    range() and the consumers' cdiv() in the Gluon kernel must agree);
+  * near 2^31 tokens nothing wraps (the unlimited bound was once seqlen_k, and i + seqlen_k wrapped)."""
+
+import unittest
+
+import interpreter_host  # noqa: F401  (sets TRITON_INTERPRET before triton is imported)
+from interpreter_host import HostTensor, launch
+
+import numpy as np  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from common.key_range import key_range  # noqa: E402
+
+
+@triton.jit
+def key_range_cases(StartM, SeqQ, SeqK, Left, Right, Out, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    CAUSAL: tl.constexpr):
+    i = tl.program_id(0)
+    bounds = key_range(tl.load(StartM + i), tl.load(SeqQ + i), tl.load(SeqK + i), tl.load(Left + i),
+                       tl.load(Right + i), BLOCK_M, BLOCK_N, CAUSAL)
+    for k in tl.static_range(6):
+        tl.store(Out + i * 6 + k, bounds[k])
+
+
+def run(cases, block_m, block_n, causal):
+    """cases: int arrays (start_m, seqlen_q, seqlen_k, left, right); returns [n, 6] int64 bounds."""
+    n = len(cases[0])
+    out = np.zeros((n, 6), np.int32)
+    tensors = [HostTensor(np.ascontiguousarray(a, np.int32), "int32") for a in cases]
+    launch(key_range_cases, n, StartM=tensors[0], SeqQ=tensors[1], SeqK=tensors[2], Left=tensors[3],
+           Right=tensors[4], Out=HostTensor(out, "int32"), BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal)
+    return out.astype(np.int64)
+
+
+def visible(i, sq, sk, left, right, causal):
+    j = np.arange(sk)
+    c = sk - sq
+    keep = np.ones(sk, bool)
+    if causal:
+        keep &= j <= i + c
+    if right >= 0:
+        keep &= j <= i + c + right
+    if left >= 0:
+        keep &= j >= i + c - left
+    return keep
+
+
+class KeyRange(unittest.TestCase):
+    def test_random_problems_against_the_definition(self):
+        rng = np.random.default_rng(11)
+        for block_n in (64, 128):
+            for causal in (False, True):
+                n = 300
+                sq, sk = rng.integers(1, 450, n), rng.integers(1, 450, n)
+                left = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 600, n))
+                right = np.where(rng.random(n) < 0.5, -1, rng.integers(0, 300, n))
+                start_m = np.array([rng.integers(0, (q + 127) // 128) * 128 for q in sq])
+                got = run((start_m, sq, sk, left, right), 128, block_n, causal)
+                for t in range(n):
+                    lo, hi, ns, lme, fe, ne = got[t]
+                    case = (int(start_m[t]), int(sq[t]), int(sk[t]), int(left[t]), int(right[t]), block_n, causal)
+                    with self.subTest(case=case, bounds=tuple(got[t])):
+                        self.assertEqual(ns % block_n, 0)
+                        self.assertEqual(len(range(ns, ne, block_n)), max(0, -(-(ne - ns) // block_n)))
+                        for i in range(case[0], min(case[0] + 128, case[1])):
+                            kept = np.zeros(case[2], bool)
+                            for tile in range(ns, ne, block_n):
+                                j = np.arange(tile, tile + block_n)
+                                if lme <= tile < fe:  # unmasked: every key kept, all inside the sequence
+                                    self.assertLess(tile + block_n - 1, case[2], "unmasked tile past seqlen_k")
+                                    kept[j] = True
+                                else:
+                                    j = j[(j < min(i + hi + 1, case[2])) & (j >= i + lo)]
+                                    kept[j] = True
+                            np.testing.assert_array_equal(kept, visible(i, *case[1:5], causal), f"row {i}")
+
+    def test_no_wrap_near_2_pow_31(self):
+        big = 2**31 - 300
+        start_m = (big - 100) // 128 * 128  # the last query block
+        for causal in (False, True):
+            lo, hi, ns, lme, fe, ne = run(([start_m], [big], [big], [-1], [-1]), 128, 128, causal)[0]
+            with self.subTest(causal=causal):
+                # Full: every key; causal: the keys up to the block's last row (start_m + 127).
+                self.assertEqual(ne, min(big, start_m + 128) if causal else big, "n_end: the bound sums wrapped")
+                self.assertEqual(ns, 0)
+                self.assertEqual(fe, start_m if causal else big // 128 * 128, "unmasked tiles")
+
+
+if __name__ == "__main__":
+    unittest.main()
