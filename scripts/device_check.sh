@@ -14,6 +14,9 @@
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
+# Instances outside the default set (codegen/manifest.py's extra set, e.g. the Gluon D=256 ones) are built with a
+# filter; '*' builds every instance, and the GPU tests then force each by name:
+#   BUILD_ARGS="-DFP8ATTN_BUILD_PYTHON=ON -DFP8ATTN_KERNELS=*" STEPS="build test" bash scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fp8attn_out}
