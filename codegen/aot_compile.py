@@ -71,7 +71,15 @@ def cache_key(name, config, triton_version):
     h.update(repr(config).encode())
     h.update(name.encode())
     h.update(triton_version.encode())
+    h.update(consan_mode(config).encode())  # an instrumented cubin is a different build output
     return h.hexdigest()
+
+
+def consan_mode(config):
+    """"consan" when FP8ATTN_CONSAN=1 asks for Triton's concurrency sanitizer and the instance is a Gluon kernel
+    (the checks are for its hand-written mbarrier/TMA protocol; an instrumented triton.language kernel would also
+    want global scratch its launcher does not allocate), else ""."""
+    return "consan" if os.environ.get("FP8ATTN_CONSAN") == "1" and config.family == "gluon" else ""
 
 
 def cuobjdump():
@@ -116,12 +124,21 @@ def compile_instance(name, out_dir):
     params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
     signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
     options = operation.compile_options(config) if hasattr(operation, "compile_options") else {}
+    # ConSan: the pass reads triton.knobs at compile time; debug keeps its device asserts (the JIT path sets both).
+    triton.knobs.compilation.instrumentation_mode = consan_mode(config)
+    if consan_mode(config):
+        options = {**options, "debug": True}
     compiled = FAMILIES[config.family].compile(fn, signature, constexprs, attrs, num_warps, num_stages,
                                                GPUTarget("cuda", TARGET_ARCH, 32), options)
     md = compiled.metadata
 
     if md.profile_scratch_size:
         raise RuntimeError(f"{name}: needs profile scratch ({md.profile_scratch_size} B); not supported")
+    if md.global_scratch_size and operation.NAME != "fmha_fwd":
+        # Only the attention launcher allocates a per-program scratch area (src/fmha/fmha_params.cpp); the other
+        # operations' launchers pass a null global_scratch.
+        raise RuntimeError(f"{name}: needs {md.global_scratch_size} B of global scratch per program, which the "
+                           f"{operation.NAME} launcher does not allocate")
     cubin_path = out_dir / f"{name}.cubin"
     cubin_path.write_bytes(compiled.asm["cubin"])
     for form in ("ptx", "ttgir", "llir"):

@@ -13,7 +13,7 @@
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
-#   consan     Triton's concurrency sanitizer (TRITON_INSTRUMENTATION_MODE=consan: shared-memory and mbarrier races
+#   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance, built instrumented into build-consan and run
 #              through the GPU tests that force each instance by name (~3 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
@@ -83,8 +83,9 @@ if step guard; then
   cat "$OUT/guard.txt"
 fi
 if step consan; then
-  # TRITON_ALWAYS_COMPILE: Triton's own cache would hand back the uninstrumented kernels.
-  if FP8ATTN_BUILD_DIR=build-consan TRITON_INSTRUMENTATION_MODE=consan TRITON_ALWAYS_COMPILE=1 \
+  # FP8ATTN_CONSAN=1: codegen/aot_compile.py instruments the Gluon instances only (debug on, device asserts kept);
+  # TRITON_ALWAYS_COMPILE: Triton's own cache would hand back uninstrumented kernels.
+  if FP8ATTN_BUILD_DIR=build-consan FP8ATTN_CONSAN=1 TRITON_ALWAYS_COMPILE=1 \
       scripts/build.sh -DFP8ATTN_BUILD_PYTHON=ON "-DFP8ATTN_KERNELS=gluon,quantize" > "$OUT/consan_build.log" 2>&1; then
     PYTHONPATH=build-consan/python timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_fmha_fwd.py \
       tests/gpu/test_window_softcap.py tests/gpu/test_int8_qk.py -k "gluon or every_instance or every_int8_instance" \
