@@ -15,7 +15,6 @@ the run (the inputs are ordinary Gaussian data): the script says so if it did.
 """
 
 import argparse
-import csv
 import os
 import sys
 
@@ -82,10 +81,7 @@ def main(argv=None):
                              "plain_ms_per_step": f"{plain_ms:.4f}", "guarded_ms_per_step": f"{guarded_ms:.4f}",
                              "overhead": f"{overhead:.4f}", "checks": checks})
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows_out[0]))
-            w.writeheader()
-            w.writerows(rows_out)
+        bvc.write_rows(args.csv, rows_out)
         print(f"wrote {args.csv}")
     return 1 if fell_back else 0
 

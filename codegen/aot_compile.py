@@ -125,9 +125,12 @@ def compile_instance(name, out_dir):
     signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
     options = operation.compile_options(config) if hasattr(operation, "compile_options") else {}
     # ConSan: the pass reads triton.knobs at compile time; debug keeps its device asserts (the JIT path sets both).
+    # Triton's cache key does not include the instrumentation mode, so an instrumented cubin would be handed to
+    # the next ordinary build of the same kernel (it was, here): instrumented compiles use a cache of their own.
     triton.knobs.compilation.instrumentation_mode = consan_mode(config)
     if consan_mode(config):
         options = {**options, "debug": True}
+        triton.knobs.cache.dir = str(Path(triton.knobs.cache.dir).parent / "cache-consan")
     compiled = FAMILIES[config.family].compile(fn, signature, constexprs, attrs, num_warps, num_stages,
                                                GPUTarget("cuda", TARGET_ARCH, 32), options)
     md = compiled.metadata

@@ -209,7 +209,7 @@ def _gluon_compile_spec(c: FmhaConfig):
         "q_desc": _gluon_tensordesc(io, [1, c.block_m, 1, c.head_dim], row_swizzle),
         "k_desc": _gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
         # FP8: V^T [batch, heads_kv, head_dim, seqlen_k]; BF16: V itself [batch, seqlen_k, heads_kv, head_dim].
-        "vt_desc": (_gluon_tensordesc(TRITON_TYPES[c.v_type], [1, c.block_n, 1, c.head_dim], min(128, 2 * c.head_dim))
+        "vt_desc": (_gluon_tensordesc(TRITON_TYPES[c.v_type], [1, c.block_n, 1, c.head_dim], row_swizzle)
                     if bf16 else
                     _gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n))),
         # Each consumer warpgroup stores its own 64 rows.
@@ -260,9 +260,9 @@ def check_sass(c: FmhaConfig, mma_counts, sass="", ttgir=""):
     fell back to a slow path. Q.K^T must take Q from shared memory: a Q that passes through registers (e.g. a q
     load under a branch) costs the registers of a whole tile and made the D=64 instance 55% slower on the H200;
     P.V's A operand (P) is the only register operand expected."""
-    if compile_options(c).get("maxnreg") and re.search(r"\b(LDL|STL)\b", sass):
-        raise RuntimeError(f"{name_of(c)}: spills to local memory under the {compile_options(c)['maxnreg']}-register "
-                           "cap")
+    cap = compile_options(c).get("maxnreg")
+    if cap and re.search(r"\b(LDL|STL)\b", sass):
+        raise RuntimeError(f"{name_of(c)}: spills to local memory under the {cap}-register cap")
     if ttgir and c.family == "triton" and not any(
             " : !ttg.memdesc" in line for line in ttgir.splitlines() if "warp_group_dot " in line):
         raise RuntimeError(f"{name_of(c)}: no wgmma takes its A operand from shared memory (Q went through "

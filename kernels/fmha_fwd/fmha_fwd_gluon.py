@@ -212,6 +212,36 @@ def _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
 
 
 @gluon.jit
+def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, PV_N: gl.constexpr,
+              V_NATURAL: gl.constexpr, layout: gl.constexpr):
+    """Issues one KV tile's P.V; returns (acc, the product in flight), for _pv_fold once it is done.
+    FP8: into a fresh accumulator (two-level accumulation; D=256: parts 0-2 already folded, see _pv_parts).
+    BF16: into acc * rescale itself (one level: 16-bit products accumulate in float32 exactly enough; the two
+    levels are for FP8's limited accumulator), no fresh product beside O, 64 registers fewer."""
+    if HEAD_DIM > 128:
+        acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, layout)
+    elif V_NATURAL:
+        pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), acc * rescale[:, None],
+                           use_acc=True, is_async=True)
+    else:
+        pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL),
+                           gl.zeros([WG_M, HEAD_DIM], gl.float32, layout), use_acc=False, is_async=True)
+    return acc, pv
+
+
+@gluon.jit
+def _pv_fold(acc, pv, rescale, HEAD_DIM: gl.constexpr, V_NATURAL: gl.constexpr):
+    """The accumulator after _pv_issue's product `pv` has completed."""
+    if HEAD_DIM > 128:
+        out = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
+    elif V_NATURAL:
+        out = pv
+    else:
+        out = acc * rescale[:, None] + pv
+    return out
+
+
+@gluon.jit
 def _tile_row_sum(ls, row_layout: gl.constexpr):
     """Row sums of P from the [64, 8] product P x [ones, zeros...]: column 0 holds them, the others are 0."""
     return gl.convert_layout(gl.sum(ls, 1), row_layout)
@@ -382,19 +412,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                                                            KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
                                                            V_NATURAL)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
-                if HEAD_DIM > 128:
-                    acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, o_layout)
+                acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout)
+                if HEAD_DIM > 128:  # D=256: part 3 folded before the next S (fewer spills; _pv_parts)
                     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
-                    acc = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
-                elif V_NATURAL:
-                    # BF16: one level, O rescaled and accumulated by the MMA itself (16-bit products accumulate in
-                    # float32 exactly enough; the two levels are for FP8's limited accumulator): no fresh product
-                    # beside O, 64 registers fewer.
-                    pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), acc * rescale[:, None],
-                                       use_acc=True, is_async=True)
-                else:
-                    pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL),
-                                       gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
+                    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
                 if SUM_ON_TC:
                     ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
                                        use_acc=False, is_async=True)
@@ -407,10 +428,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                 elif HEAD_DIM <= 128:
                     pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
                 mbarrier.arrive(v_empty.index(s), count=1)
-                if V_NATURAL:
-                    acc = pv
-                elif HEAD_DIM <= 128:
-                    acc = acc * rescale[:, None] + pv
+                if HEAD_DIM <= 128:
+                    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
             qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
@@ -424,14 +443,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                                                        PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                                                        BLOCK_DESCALE, V_NATURAL)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
-            if HEAD_DIM > 128:
-                acc, pv = _pv_parts(p8, v_bufs, last % NUM_STAGES, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, o_layout)
-            elif V_NATURAL:  # BF16: one level (see the loop)
-                pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM, V_NATURAL),
-                                   acc * rescale[:, None], use_acc=True, is_async=True)
-            else:
-                pv = warpgroup_mma(p8, _v_tile(v_bufs, last % NUM_STAGES, BLOCK_N, HEAD_DIM, V_NATURAL),
-                                   gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
+            acc, pv = _pv_issue(p8, v_bufs, last % NUM_STAGES, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL,
+                                o_layout)
             if SUM_ON_TC:
                 ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
                                    use_acc=False, is_async=True)
@@ -440,12 +453,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
             else:
                 pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
             mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
-            if HEAD_DIM > 128:
-                acc = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
-            elif V_NATURAL:
-                acc = pv
-            else:
-                acc = acc * rescale[:, None] + pv
+            acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
         else:
             mbarrier.arrive(q_empty, count=1)
         it += n_tiles

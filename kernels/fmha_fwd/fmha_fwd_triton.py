@@ -54,7 +54,6 @@ P_EXPONENT_BIAS = tl.constexpr(numerics.P_EXPONENT_BIAS)
 NEG_BIG = tl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = tl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = tl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
-_LOG2E_C = tl.constexpr(numerics.LOG2E)
 
 
 @triton.jit
@@ -103,7 +102,7 @@ def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, q
         qk = qk * kd_cols[None, :]
     if SOFTCAP:
         # qk_scale here is softmax_scale * descales (natural units); the capped scores go to the exp2 domain.
-        qk = _softcap(qk * qk_scale, softcap) * _LOG2E_C
+        qk = _softcap(qk * qk_scale, softcap) * LOG2E
     if MASKED:
         qk = _mask_tile(qk, start_n, offs_m, offs_n, lo_off, hi_off, seqlen_k)
     if SOFTCAP:
