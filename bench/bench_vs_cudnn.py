@@ -267,25 +267,33 @@ def write_rows(path, rows):
 
 def time_cuda(fn, args):
     """Median ms per call: CUDA events around back-to-back calls, after warm-up."""
+    return time_cuda_interleaved([fn], args)[0]
+
+
+def time_cuda_interleaved(fns, args):
+    """Median ms per call of each function, their timed samples alternating (A B A B ..., after a warm-up of
+    each), so that drift of the machine during the run (clocks, the host's load) lands on all of them alike."""
     import torch
-    for _ in range(args.warmup):
-        fn()
+    for fn in fns:
+        for _ in range(args.warmup):
+            fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    fn()
+    fns[0]()
     end.record()
     end.synchronize()
     iters = max(1, min(200, int(args.target_ms / max(start.elapsed_time(end), 1e-3))))
-    samples = []
+    samples = [[] for _ in fns]
     for _ in range(args.repeats):
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / iters)
-    return statistics.median(samples)
+        for fn, out in zip(fns, samples):
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            end.synchronize()
+            out.append(start.elapsed_time(end) / iters)
+    return [statistics.median(s) for s in samples]
 
 
 def slice_error(o_bhsd, q, k, v, causal, descales=(1.0, 1.0, 1.0)):

@@ -12,8 +12,10 @@ FP8 (e4m3 Q, K, V; P rounded per tile; two-level accumulation; bf16 out)
     loop; without one (evenn) it compiles but returns wrong results (profiler: incorrect; 733 TFLOP/s).
   * D=256: 128x128 w8 s2 (506 / 544); s3 does not fit in shared memory with a 128x256 Q tile.
   * D=64: 128x128 w8 s3.
-BF16 (baseline and fallback path; V read in the caller's layout)
-  * 128x128 w8 s2 for D <= 128 and 128x64 w8 s2 for D=256 (shared memory).
+BF16 (V read in the caller's layout)
+  * D=64/128: the Gluon kernel (below); the Triton 128x128 w8 s2 instances for what it does not run (soft-capping,
+    packed sequences) and D=64 causal at long sequences (the tuning table).
+  * D=256: Triton 128x64 w8 s2 (shared memory).
 
 The full set (FP8ATTN_ALL_KERNELS=ON) adds the runners-up above, for the profiler and for tuning.
 
@@ -73,6 +75,16 @@ def _default_instances():
     # bench/sweep_gluon.py on the H200 (2026-12-01, V^T given, H=64): S=2048 547 / 471 TFLOP/s full / causal,
     # S=8192 575 / 563, against 505 / - / 570 / 522 for the Triton D=64 instance.
     rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
+    # D=256 on the same kernel (O in four column parts, 64-key tiles). Library on the H200 (2026-12-01,
+    # bench_vs_cudnn.py, V^T given): S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712, against 550 / 432 /
+    # 604 / 598 for the Triton D=256 instance (transpose included there).
+    rows += [_gluon(causal, 2, head_dim=256) for causal in (False, True)]
+    # BF16 on the Gluon kernel (V read as given, P in bf16): fp8attn_profiler --suite=standard --dtype=bf16
+    # --providers=instance on the H200 (2026-12-01): D=128 586-631 TFLOP/s full, 355-559 causal (S=512..16k),
+    # against 251-514 / 150-503 for the best Triton BF16 instance; D=64 426 / 379 at S=2048 full / causal against
+    # 396 / 309; at D=64 S=8192 causal the Triton instance is 3% faster (408 vs 420): a tuning-table row
+    # (src/fmha/tuning/tuning_table.csv).
+    rows += [_gluon_bf16(causal, d) for causal in (False, True) for d in (64, 128)]
     rows += [_fmha("e4m3", 128, 128, 128, 4, 2, False, ws=True, even_n=True)]
     for causal in (False, True):
         rows += [
@@ -83,10 +95,6 @@ def _default_instances():
             _fmha("bf16", 128, 128, 128, 8, 2, causal),
             _fmha("bf16", 256, 128, 64, 8, 2, causal),
         ]
-    # BF16 on the Gluon kernel (V read as given, P in bf16), not yet measured: after the Triton BF16 instances,
-    # which run every BF16 problem, so the heuristic does not pick it yet; the GPU tests force it by name and the
-    # profiler times every instance.
-    rows += [_gluon_bf16(causal, d) for causal in (False, True) for d in (64, 128)]
     # FP8 reading V head_dim-contiguous and transposing each tile on chip ("vnat"): one launch per call instead
     # of two. Triton 3.6 transposes through registers and shared memory (PRMT + STS), which costs 2.4-3x in
     # throughput: at D=128 (standard suite, H200, 2026-11-30) 269 vs 767 TFLOP/s at S=8192 full, 260 vs 594
@@ -111,9 +119,9 @@ def _default_instances():
     rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
     # The V transposes: the pointer kernel (what the FP8 instances use; the TMA variant, 2x slower, is in the
     # extra set now that the gluon instances keep the launcher's CUtensorMap path exercised), then the
-    # key-permuted V^T the vkperm gluon instances read (D=64 and 128, the gluon kernel's head dims).
+    # key-permuted V^T the vkperm gluon instances read.
     rows += [TransposeConfig("u8", 128, d, 4) for d in HEAD_DIMS]
-    rows += [TransposeConfig("u8", 128, d, 4, key_permuted=True) for d in (64, 128)]
+    rows += [TransposeConfig("u8", 128, d, 4, key_permuted=True) for d in HEAD_DIMS]
     # Quantization (kernels/quantize/quantize_triton.py): BF16 in, e4m3 and int8 out, 64-token blocks (the
     # per-block granularity measured on SmolLM2 by emulation: INT8 Q, K with 64-token blocks and K smoothing
     # +0.17% perplexity). 8 warps at D=256 keep the [64, 256] float32 tile at 64 registers a thread.
@@ -121,7 +129,8 @@ def _default_instances():
     rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]
     # V^T in the vkperm attention instances' key order, written by the quantization itself (no transpose).
-    rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, d, 4, key_permuted=True) for d in (64, 128)]
+    rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4, key_permuted=True)
+             for d in HEAD_DIMS]
     # Paged FP8 KV cache (kernels/paged/paged_decode_triton.py): pages of 16 and 64 tokens at D=64 and 128; decode
     # with 16 rows per program (GQA 4:1 with up to 4 new tokens), 32 (MQA 32:1) and 64 (speculative tokens). The
     # first instance of a row count is the heuristic's pick. Measured on the H200 (bench_decode.py --instances,
@@ -150,10 +159,6 @@ def _extra_instances():
     rows.append(_fmha("e4m3", 64, 128, 128, 4, 2, False, ws=True, even_n=True))
     rows.append(_fmha("e4m3", 256, 128, 64, 4, 2, False, ws=True, even_n=True))
     rows += [_gluon(causal, 3) for causal in (False, True)]
-    # D=256 FP8 on the Gluon kernel (O in four column parts, 64-key tiles), not yet run: here, not in the default
-    # set, because a key-permuted V^T (fp8attn.transpose_v(key_permuted=True), the fused quantize path) would
-    # select it first. Build with FP8ATTN_KERNELS='*x256*gluon' to test and time it.
-    rows += [_gluon(causal, 2, head_dim=256) for causal in (False, True)]
     # INT8 Q.K^T on the Gluon kernel at D=64 (SmolLM2's head dim, int8_qk's best-accuracy case), not yet run: here
     # for the same reason (the fused int8_qk path tries a key-permuted V^T first, which would select it).
     rows += [_gluon(causal, 2, head_dim=64, int8=True) for causal in (False, True)]

@@ -91,6 +91,9 @@ if step consan; then
       tests/gpu/test_window_softcap.py tests/gpu/test_int8_qk.py -k "gluon or every_instance or every_int8_instance" \
       > "$OUT/consan.txt" 2>&1 || status=1
     tail -15 "$OUT/consan.txt"
+    # The checker itself: the Gluon kernel intact (must pass) and with a wait removed (ConSan must stop it).
+    timeout 900 python3 scripts/consan_selftest.py > "$OUT/consan_selftest.txt" 2>&1 || status=1
+    cat "$OUT/consan_selftest.txt"
   else
     echo "CONSAN BUILD FAILED"; tail -20 "$OUT/consan_build.log"; status=1
   fi
