@@ -40,3 +40,18 @@ def key_range(start_m, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M: t
     lo_masked_end = tl.minimum(tl.maximum(n_lo_full, n_start), n_end)
     full_end = tl.maximum(lo_masked_end, n_full)
     return lo_off, hi_off, n_start, lo_masked_end, full_end, n_end
+
+
+@triton.jit
+def keep_mask(cols, rows, lo_off, hi_off, seqlen_k):
+    """The [rows, cols] mask of a masked tile: row i keeps key j when i + lo_off <= j <= i + hi_off and j < seqlen_k
+    (key_range's lo_off / hi_off). One unsigned compare per score: j - lo_i < width_i with width_i the row's count
+    of visible keys from lo_i (0 when none; a negative j - lo_i wraps to a large unsigned value). Written as two
+    compares, ptxas kept two ISETP and two FSEL per score (the masked branch of the Gluon loop 160 -> 288
+    instructions when the window's lower bound came in). No overflow: lo_i = i + lo_off lies in
+    [-BLOCK_M, seqlen_k] and i + hi_off + 1 <= seqlen_k + BLOCK_M + 1 (key_range). The Gluon kernel's; the Triton
+    kernel keeps the two compares (fmha_fwd_triton._mask_tile): with this form its D=64 instances spill under
+    their 128-register cap (the per-row widths stay live)."""
+    lo = rows + lo_off
+    width = tl.maximum(tl.minimum(rows + hi_off + 1, seqlen_k) - lo, 0)
+    return (cols[None, :] - lo[:, None]).to(tl.uint32) < width[:, None].to(tl.uint32)

@@ -80,7 +80,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from common import numerics
-from common.key_range import key_range
+from common.key_range import keep_mask, key_range
 
 LOG2E = gl.constexpr(numerics.LOG2E)
 LN2 = gl.constexpr(numerics.LN2)
@@ -281,13 +281,10 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, 
         qk = qk * kd[None, :]
     if masked:  # uniform branch: only the tiles at the sequence end, the causal diagonal or a window's edges
         cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-        # Row i keeps keys i + lo_off <= j < min(seqlen_k, i + hi_off + 1). (Applying the lower bound only on a
-        # window's left-edge tiles, behind a nested run-time branch, grew the loop from 739 to 929 SASS
-        # instructions per warp: ptxas duplicated the softmax. The second compare fuses into the first's
-        # predicate, ~64 more ISETP per thread on masked tiles only.)
-        col_limit = gl.minimum(offs_m + hi_off + 1, seqlen_k)
-        keep = (cols[None, :] < col_limit[:, None]) & (cols[None, :] >= (offs_m + lo_off)[:, None])
-        qk = gl.where(keep, qk, float("-inf"))
+        # Row i keeps keys i + lo_off <= j < min(seqlen_k, i + hi_off + 1), one compare per score (keep_mask).
+        # (Applying the lower bound only on a window's left-edge tiles, behind a nested run-time branch, grew the
+        # loop from 739 to 929 SASS instructions per warp: ptxas duplicated the softmax.)
+        qk = gl.where(keep_mask(cols, offs_m, lo_off, hi_off, seqlen_k), qk, float("-inf"))
 
     m_tile = gl.max(qk, 1) * qk_scale  # -inf for a row with no visible key in this tile
     m_new = gl.maximum(m_i, m_tile)

@@ -7,7 +7,9 @@ window, j < seqlen_k):
   * unmasked tiles lie inside [0, seqlen_k) (no key past the sequence is kept unmasked);
   * n_start is a multiple of BLOCK_N and the tile count is the same however it is computed (the producer's
     range() and the consumers' cdiv() in the Gluon kernel must agree);
-  * near 2^31 tokens nothing wraps (the unlimited bound was once seqlen_k, and i + seqlen_k wrapped)."""
+  * near 2^31 tokens nothing wraps (the unlimited bound was once seqlen_k, and i + seqlen_k wrapped);
+  * keep_mask, the one-compare mask of a masked tile, keeps exactly the keys of the two-sided definition (rows that
+    see no key of the tile, or none at all, included)."""
 
 import unittest
 
@@ -18,7 +20,7 @@ import numpy as np  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from common.key_range import key_range  # noqa: E402
+from common.key_range import keep_mask, key_range  # noqa: E402
 
 
 @triton.jit
@@ -29,6 +31,16 @@ def key_range_cases(StartM, SeqQ, SeqK, Left, Right, Out, BLOCK_M: tl.constexpr,
                        tl.load(Right + i), BLOCK_M, BLOCK_N, CAUSAL)
     for k in tl.static_range(6):
         tl.store(Out + i * 6 + k, bounds[k])
+
+
+@triton.jit
+def keep_mask_cases(StartN, Row0, LoOff, HiOff, SeqK, Out, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    i = tl.program_id(0)
+    rows = tl.load(Row0 + i) + tl.arange(0, BLOCK_M)
+    cols = tl.load(StartN + i) + tl.arange(0, BLOCK_N)
+    keep = keep_mask(cols, rows, tl.load(LoOff + i), tl.load(HiOff + i), tl.load(SeqK + i))
+    offs = i * BLOCK_M * BLOCK_N + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    tl.store(Out + offs, keep.to(tl.int32))
 
 
 def run(cases, block_m, block_n, causal):
@@ -82,6 +94,28 @@ class KeyRange(unittest.TestCase):
                                     j = j[(j < min(i + hi + 1, case[2])) & (j >= i + lo)]
                                     kept[j] = True
                             np.testing.assert_array_equal(kept, visible(i, *case[1:5], causal), f"row {i}")
+
+    def test_keep_mask_is_the_two_sided_bound(self):
+        rng = np.random.default_rng(5)
+        bm, bn, n = 16, 32, 400
+        seqlen_k = rng.integers(1, 300, n)
+        row0 = rng.integers(0, 300, n)
+        start_n = rng.integers(0, 10, n) * bn
+        # Offsets as key_range makes them: lower bounds down to -(start_m + BLOCK_M) (unlimited), upper bounds up
+        # to seqlen_k - start_m (unlimited), windows anywhere between; some rows end up with no key at all.
+        lo_off = np.where(rng.random(n) < 0.3, -(row0 + bm), rng.integers(-300, 100, n))
+        hi_off = np.where(rng.random(n) < 0.3, seqlen_k - row0, lo_off + rng.integers(-20, 200, n))
+        out = np.zeros((n, bm, bn), np.int32)
+        tensors = [HostTensor(np.ascontiguousarray(a, np.int32), "int32") for a in (start_n, row0, lo_off, hi_off,
+                                                                                      seqlen_k)]
+        launch(keep_mask_cases, n, StartN=tensors[0], Row0=tensors[1], LoOff=tensors[2], HiOff=tensors[3],
+               SeqK=tensors[4], Out=HostTensor(out, "int32"), BLOCK_M=bm, BLOCK_N=bn)
+        for t in range(n):
+            i = row0[t] + np.arange(bm)[:, None]
+            j = start_n[t] + np.arange(bn)[None, :]
+            want = (j >= i + lo_off[t]) & (j <= i + hi_off[t]) & (j < seqlen_k[t])
+            with self.subTest(case=(start_n[t], row0[t], lo_off[t], hi_off[t], seqlen_k[t])):
+                np.testing.assert_array_equal(out[t].astype(bool), want)
 
     def test_no_wrap_near_2_pow_31(self):
         big = 2**31 - 300
