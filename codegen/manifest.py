@@ -49,8 +49,9 @@ def _int8_qk(d, causal):
     return FmhaConfig("i8", "e4m3", "f32", "bf16", 128, 128, d, 8, 3, causal, block_descale=True)
 
 
-def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False):
-    block_n = 64 if head_dim == 256 else 128  # D=256: 64-key tiles (shared memory), P.V in four parts
+def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, block_n=None):
+    if block_n is None:
+        block_n = 64 if head_dim == 256 else 128  # D=256: 64-key tiles (shared memory), P.V in four parts
     return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, block_n, head_dim, 4, stages, causal,
                       family="gluon", v_key_permuted=vkperm, block_descale=int8)
 
@@ -163,6 +164,9 @@ def _extra_instances():
     # H200 (forced by name), speed not yet measured. Here, not in the default set, because the fused int8_qk
     # path tries a key-permuted V^T first, which would select it.
     rows += [_gluon(causal, 2, head_dim=64, int8=True) for causal in (False, True)]
+    # 64-key tiles at D=128 with the S-ahead schedule (S_{j+1} under S_j's softmax; the 128-key tiles have no
+    # registers for it), compiled here, not yet run: for the profiler's per-instance rows.
+    rows += [_gluon(causal, stages, block_n=64) for causal in (False, True) for stages in (2, 3)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]
