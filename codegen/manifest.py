@@ -57,8 +57,9 @@ def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, block_n=None):
 
 
 def _gluon_bf16(causal, head_dim):
-    # BF16 on the Gluon kernel: V read as given (no transpose), P rounded to bf16.
-    return FmhaConfig("bf16", "bf16", "f32", "bf16", 128, 128, head_dim, 4, 2, causal, family="gluon")
+    # BF16 on the Gluon kernel: V read as given (no transpose), P rounded to bf16; 64-key tiles at D=256.
+    return FmhaConfig("bf16", "bf16", "f32", "bf16", 128, 64 if head_dim == 256 else 128, head_dim, 4, 2, causal,
+                      family="gluon")
 
 
 def _default_instances():
@@ -167,6 +168,9 @@ def _extra_instances():
     # 64-key tiles at D=128 with the S-ahead schedule (S_{j+1} under S_j's softmax; the 128-key tiles have no
     # registers for it), compiled here, not yet run: for the profiler's per-instance rows.
     rows += [_gluon(causal, stages, block_n=64) for causal in (False, True) for stages in (2, 3)]
+    # BF16 at D=256 on the Gluon kernel (one [64, 256] accumulator, one O buffer the two warpgroups share),
+    # compiled here, not yet run.
+    rows += [_gluon_bf16(causal, 256) for causal in (False, True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

@@ -183,15 +183,16 @@ GLUON_WG_M = 64
 
 def _gluon_compile_spec(c: FmhaConfig):
     _, _, params, _ = kernel_of(c)
-    # head_dim 256: P.V in four column parts (the two-level accumulator does not fit the 240 registers a consumer
-    # thread gets otherwise) and 64-key tiles (shared memory: Q 32 KB, two K and two V^T stages 64 KB, O 64 KB).
+    # head_dim 256: 64-key tiles (shared memory: e4m3 Q 32 KB, two K and two V^T stages 64 KB, O 64 KB; bf16 Q 64 KB,
+    # K and V stages 128 KB, one O buffer the warpgroups share 32 KB); e4m3 P.V in four column parts (the two-level
+    # accumulator does not fit the 240 registers a consumer thread gets otherwise).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
     bf16 = c.qk_type == "bf16" and c.v_type == "bf16" and not c.block_descale and not c.v_key_permuted
     # 64-key tiles at D <= 128 (e4m3): the S-ahead schedule (S_AHEAD in the kernel), which needs the registers
     # they free.
     s_ahead = c.head_dim in (64, 128) and c.block_n == 64
-    tile_ok = (c.head_dim in (64, 128) and c.block_n == 128) or (
-        c.block_n == 64 and c.head_dim in (64, 128, 256) and not int8 and not bf16)
+    tile_ok = (c.head_dim in (64, 128) and c.block_n == 128) or (c.block_n == 64 and not int8 and (
+        (c.head_dim in (64, 128) and not bf16) or c.head_dim == 256))
     supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
                  (int8 and c.v_type == "e4m3") or bf16) and (
                  c.out_type == "bf16" and c.acc_type == "f32"
@@ -200,7 +201,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                  and not c.softcap)
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
-                         "-> bf16, 128x128x64, 128x128x128 or 128x64x256 (e4m3), w4 (two consumer warpgroups of 64 "
+                         "-> bf16, 128x128x64, 128x128x128, 128x64x64/128 (e4m3) or 128x64x256, w4 (two consumer warpgroups of 64 "
                          "rows + a producer warp), 2 or 3 stages, FP8 V^T (optionally vkperm), no "
                          "ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]

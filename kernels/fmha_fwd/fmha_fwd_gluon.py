@@ -217,8 +217,9 @@ def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
     """Issues one KV tile's P.V; returns (acc, the product in flight), for _pv_fold once it is done.
     FP8: into a fresh accumulator (two-level accumulation; D=256: parts 0-2 already folded, see _pv_parts).
     BF16: into acc * rescale itself (one level: 16-bit products accumulate in float32 exactly enough; the two
-    levels are for FP8's limited accumulator), no fresh product beside O, 64 registers fewer."""
-    if HEAD_DIM > 128:
+    levels are for FP8's limited accumulator), no fresh product beside O, 64 registers fewer; at D=256 too, in one
+    [64, 256] product (wgmma's widest N)."""
+    if HEAD_DIM > 128 and not V_NATURAL:
         acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, layout)
     elif V_NATURAL:
         pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), acc * rescale[:, None],
@@ -232,7 +233,7 @@ def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
 @gluon.jit
 def _pv_fold(acc, pv, rescale, HEAD_DIM: gl.constexpr, V_NATURAL: gl.constexpr):
     """The accumulator after _pv_issue's product `pv` has completed."""
-    if HEAD_DIM > 128:
+    if HEAD_DIM > 128 and not V_NATURAL:
         out = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
     elif V_NATURAL:
         out = pv
@@ -350,7 +351,8 @@ def _ahead_step(qk, j, it, n_start, lo_masked_end, full_end, q_tile, k_bufs, v_b
 
 
 @gluon.jit
-def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
+              k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
@@ -366,8 +368,13 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
     into the accumulator as soon as it is done, while S_{j+1} still runs. P_j is made and used within the
     step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked).
     HEAD_DIM = 256: O is four [64, 64] accumulators and P.V runs in four column parts (_pv_parts)."""
-    PV_N: gl.constexpr = 64 if HEAD_DIM > 128 else HEAD_DIM
-    gl.static_assert(HEAD_DIM <= 128 or (HEAD_DIM == 4 * PV_N and not SUM_ON_TC and not V_NATURAL),
+    # FP8 at D=256: O in four column parts (PARTS, _pv_parts); BF16 keeps one [64, 256] accumulator (one-level
+    # accumulation needs no fresh product beside it).
+    PARTS: gl.constexpr = HEAD_DIM > 128 and not V_NATURAL
+    PV_N: gl.constexpr = 64 if PARTS else HEAD_DIM
+    # BF16 at D=256: both warpgroups share one O buffer (shared memory), taking turns (o_free).
+    O_SHARED: gl.constexpr = HEAD_DIM > 128 and V_NATURAL
+    gl.static_assert(not PARTS or (HEAD_DIM == 4 * PV_N and not SUM_ON_TC),
                      "D=256: FP8, four parts, no SUM_ON_TC")
     gl.static_assert(not V_NATURAL or not (KEY_PERMUTED or SUM_ON_TC or QK_INT8), "BF16: plain V, no switches")
     gl.static_assert(not S_AHEAD or (HEAD_DIM <= 128 and not SUM_ON_TC), "S_AHEAD: D <= 128, no SUM_ON_TC")
@@ -415,7 +422,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
         m_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)
         f_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)  # frame of acc and l: 2^f_i scales them
         l_i = gl.zeros([WG_M], gl.float32, row_layout)
-        if HEAD_DIM > 128:
+        if PARTS:
             acc = (gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
                    gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout))
         else:
@@ -467,7 +474,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                                                                V_NATURAL)
                     mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
                     acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout)
-                    if HEAD_DIM > 128:  # D=256: part 3 folded before the next S (fewer spills; _pv_parts)
+                    if PARTS:  # FP8 D=256: part 3 folded before the next S (fewer spills; _pv_parts)
                         pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
                         acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
                     if SUM_ON_TC:
@@ -479,10 +486,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
                     if SUM_ON_TC:
                         pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
                         l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
-                    elif HEAD_DIM <= 128:
+                    elif not PARTS:
                         pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
                     mbarrier.arrive(v_empty.index(s), count=1)
-                    if HEAD_DIM <= 128:
+                    if not PARTS:
                         acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
@@ -518,9 +525,14 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
         no_keys = l_i == 0.0
         inv_l = gl.where(no_keys, 0.0, vd / gl.where(no_keys, 1.0, l_i))
         inv_l = gl.convert_layout(inv_l, gl.SliceLayout(1, o_layout))
-        # The previous tile's store must have read o_smem before it is overwritten.
-        tma.store_wait(pendings=0)
-        if HEAD_DIM > 128:
+        if O_SHARED:
+            # Uses of the one O buffer alternate: warpgroup 0's tile, warpgroup 1's, warpgroup 0's next, ...; each
+            # waits for the previous use's release (a fresh mbarrier passes the first wait on parity 1).
+            mbarrier.wait(o_free, ((2 * (count - 1) + WG) & 1) ^ 1)
+        else:
+            # The previous tile's store must have read o_smem before it is overwritten.
+            tma.store_wait(pendings=0)
+        if PARTS:
             for c in gl.static_range(4):
                 o_tile.slice(c * PV_N, PV_N, dim=1).store((acc[c] * inv_l[:, None]).to(o_desc.dtype))
         else:
@@ -528,6 +540,9 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
         fence_async_shared()
         # TMA drops the rows past seqlen_q; the store completes under the next tile's work.
         tma.async_copy_shared_to_global(o_desc, [b, row0, h, 0], o_smem)
+        if O_SHARED:
+            tma.store_wait(pendings=0)  # the store has read o_smem: the other warpgroup may write it
+            mbarrier.arrive(o_free, count=1)
 
         # LSE: [batch, heads_q, seqlen_q] float32, natural log; write_lse is a runtime flag.
         lse = gl.where(no_keys, float("-inf"), (f_i + gl.log2(gl.where(no_keys, 1.0, l_i))) * LN2)
@@ -537,7 +552,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q
 
 
 @gluon.jit
-def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
+               k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
                v_empty,
                q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
                k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
@@ -547,7 +563,8 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, 
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
                V_NATURAL: gl.constexpr, S_AHEAD: gl.constexpr):
-    _consumer(o_desc, LSE, q_smem, o_smem, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+    _consumer(o_desc, LSE, q_smem, o_smem, o_free,
+              k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
@@ -582,7 +599,15 @@ def fmha_fwd_gluon_kernel(
     k_bufs = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_bufs = gl.allocate_shared_memory(vt_desc.dtype, [NUM_STAGES] + vt_desc.block_type.shape, vt_desc.layout)
     o_smem0 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
-    o_smem1 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
+    if V_NATURAL and HEAD_DIM > 128:
+        # BF16 at D=256: Q (64 KB), two K and two V stages (128 KB) and one O buffer (32 KB) fill the 227 KB; the
+        # consumers take turns on it (o_free: released once a warpgroup's TMA store has read it).
+        o_smem1 = o_smem0
+        o_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(o_free, count=1)
+    else:
+        o_smem1 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
+        o_free = o_smem0  # unused (a placeholder of the parameter)
 
     # [8, BLOCK_N] e4m3, K-major for the row-sum MMA (SUM_ON_TC): row 0 ones, rows 1-7 zeros.
     ones_smem = gl.allocate_shared_memory(gl.float8e4nv, [8, BLOCK_N],
@@ -610,7 +635,8 @@ def fmha_fwd_gluon_kernel(
         mbarrier.init(v_empty.index(i), count=2)
 
     gl.warp_specialize([
-        (_consumer, (o_desc, LSE, q_smem, o_smem0, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
+        (_consumer, (o_desc, LSE, q_smem, o_smem0, o_free,
+                     k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                      v_ready,
                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
@@ -618,7 +644,8 @@ def fmha_fwd_gluon_kernel(
                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                      BLOCK_DESCALE, V_NATURAL, S_AHEAD)),
-        (_consumer1, (o_desc, LSE, q_smem, o_smem1, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
+        (_consumer1, (o_desc, LSE, q_smem, o_smem1, o_free,
+                      k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                       v_ready,
                       v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                       k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
