@@ -13,6 +13,9 @@
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
+#   candidates every Gluon instance, the extra set's candidates included (64-key S-ahead, BF16 D=256), timed by
+#              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
+#              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance, built instrumented into build-consan and run
 #              through the GPU tests that force each instance by name (~3 min)
@@ -61,6 +64,13 @@ if step sweep; then
   timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims "${SWEEP_HEAD_DIMS:-64,128,256}" --csv "$OUT/sweep.csv" \
     > "$OUT/sweep.txt" 2>&1 || status=1
   tail -50 "$OUT/sweep.txt"
+fi
+if step candidates; then
+  for dtype in e4m3 bf16; do
+    build/tools/profiler/fp8attn_profiler --operation=fmha_fwd --suite=standard --dtype=$dtype --providers=instance \
+      --kernels=gluon --output="$OUT/candidates_$dtype.csv" > "$OUT/candidates_$dtype.txt" 2>&1 || status=1
+    tail -1 "$OUT/candidates_$dtype.txt"
+  done
 fi
 if step modes; then
   PYTHONPATH=build/python timeout 420 python3 bench/accuracy_modes.py --accuracy --speed --csv "$OUT/accuracy_modes.csv" \

@@ -60,6 +60,16 @@ blocks program_id, program_id + num_programs, ...; the producer loads the next b
 consumers have issued their last S of the current one, and the K/V ring runs on across blocks, so a block's
 loads overlap the previous block's last P.V and output store.
 
+S_AHEAD (the build sets it for 64-key tiles at D <= 128; extra set until measured): S_{j+1} is issued before
+S_j's softmax and P_j V_j after it, alone, so a warpgroup's chain per tile is its softmax plus one GEMM (the
+default order: softmax, then P_j V_j and S_{j+1}). O, S_j, S_{j+1} and the fresh P.V product are then live
+together: 256 registers a thread with 128-key tiles (ptxas spills or serializes the wgmmas), 192 with 64-key
+ones. The loop is unrolled by two so that S_j and S_{j+1} keep their registers.
+
+BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation), and the two consumer warpgroups
+share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
+o_free mbarrier, released after a warpgroup's TMA store has read it.
+
 SUM_ON_TC (a switch for bench/sweep_gluon.py, off in the library until measured): each tile's row sums of P come
 from the tensor cores (P times an [BLOCK_N, 8] operand whose first column is ones) instead of 64 FADDs per
 thread (inner loop 576 -> 522 SASS instructions per warp). They are then sums of the e4m3-rounded P, the
