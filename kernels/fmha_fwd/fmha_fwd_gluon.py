@@ -376,8 +376,9 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
     into the accumulator as soon as it is done, while S_{j+1} still runs. P_j is made and used within the
-    step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked).
-    HEAD_DIM = 256: O is four [64, 64] accumulators and P.V runs in four column parts (_pv_parts)."""
+    step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked). S_AHEAD: S_{j+1}
+    before S_j's softmax instead (_ahead_step). FP8 at HEAD_DIM = 256: O is four [64, 64] accumulators and P.V
+    runs in four column parts (_pv_parts); BF16 at 256: one [64, 256] accumulator, O buffer shared (o_free)."""
     # FP8 at D=256: O in four column parts (PARTS, _pv_parts); BF16 keeps one [64, 256] accumulator (one-level
     # accumulation needs no fresh product beside it).
     PARTS: gl.constexpr = HEAD_DIM > 128 and not V_NATURAL
@@ -536,9 +537,12 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         inv_l = gl.where(no_keys, 0.0, vd / gl.where(no_keys, 1.0, l_i))
         inv_l = gl.convert_layout(inv_l, gl.SliceLayout(1, o_layout))
         if O_SHARED:
-            # Uses of the one O buffer alternate: warpgroup 0's tile, warpgroup 1's, warpgroup 0's next, ...; each
-            # waits for the previous use's release (a fresh mbarrier passes the first wait on parity 1).
-            mbarrier.wait(o_free, ((2 * (count - 1) + WG) & 1) ^ 1)
+            # Uses of the one O buffer alternate: warpgroup 0's tile, warpgroup 1's, warpgroup 0's next, ...; use
+            # u = 2 * tile + WG waits for phase u - 1, whose parity is WG ^ 1 whatever the tile (a fresh mbarrier
+            # passes the first wait, on parity 1). Neither warpgroup can get two uses ahead: its next use needs
+            # the other's release. The release follows the store's wait_group and the barrier Triton puts between
+            # it and the arrive (each warp issues part of the O box's TMA copies).
+            mbarrier.wait(o_free, WG ^ 1)
         else:
             # The previous tile's store must have read o_smem before it is overwritten.
             tma.store_wait(pendings=0)
