@@ -34,15 +34,13 @@ HEAD_DIM = 128
 TARGETS = {"b32_s32k": 4.2, "b8_s128k": 4.2, "b128_s4k": 4.2, "b1_s128k": 3.5}
 
 
-def run_case(case, args):
+def make_case(case):
+    """The inputs of one case: (q, cache, table, seqlens, out); random cache bytes, pages in random order."""
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from fp8attn.paged import PagedKVCache, decode, decode_with_name
+    from fp8attn.paged import PagedKVCache
 
     name, batch, context, heads_q, heads_kv, q_len, page = case[:7]
-    window = case[7] if len(case) > 7 else -1
     gen = torch.Generator(device="cuda").manual_seed(0)
     pages_per_seq = context // page
     num_pages = batch * pages_per_seq
@@ -54,7 +52,20 @@ def run_case(case, args):
     table = torch.randperm(num_pages, generator=gen, device="cuda").to(torch.int32).reshape(batch, pages_per_seq)
     seqlens = torch.full((batch,), context, dtype=torch.int32, device="cuda")
     q = torch.randn((batch, q_len, heads_q, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
-    out = torch.empty_like(q)
+    return q, cache, table, seqlens, torch.empty_like(q)
+
+
+def run_case(case, args):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from fp8attn.paged import decode, decode_with_name
+
+    name, batch, context, heads_q, heads_kv, q_len, page = case[:7]
+    window = case[7] if len(case) > 7 else -1
+    q, cache, table, seqlens, out = make_case(case)
+    gen = torch.Generator(device="cuda").manual_seed(1)
     rec = {"case": name}
     read = context if window < 0 else min(context, window + q_len)
     fp8_bytes = 2 * batch * read * heads_kv * HEAD_DIM

@@ -16,6 +16,9 @@
 #   candidates every Gluon instance, the extra set's candidates included (64-key S-ahead, BF16 D=256), timed by
 #              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
 #              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
+#   ncu        Nsight Compute on one launch each of the prefill attention kernel (D=128 S=8192 causal) and the
+#              paged decode kernel (32 x 32k), bench/ncu_targets.py: speed of light, pipe utilization (tensor,
+#              exponential), issue slots, warp stall reasons, memory throughput; clocks left alone (~2 min)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance, built instrumented into build-consan and run
 #              through the GPU tests that force each instance by name (~3 min)
@@ -70,6 +73,16 @@ if step candidates; then
     build/tools/profiler/fp8attn_profiler --operation=fmha_fwd --suite=standard --dtype=$dtype --providers=instance \
       --kernels=gluon --output="$OUT/candidates_$dtype.csv" > "$OUT/candidates_$dtype.txt" 2>&1 || status=1
     tail -1 "$OUT/candidates_$dtype.txt"
+  done
+fi
+if step ncu; then
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for target in prefill decode; do
+    PYTHONPATH=build/python timeout 300 "$NCU" --clock-control none --kernel-name regex:"fmha_fwd|paged_decode" \
+      --launch-skip 3 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section Occupancy \
+      python3 bench/ncu_targets.py $target > "$OUT/ncu_$target.txt" 2>&1 || status=1
+    grep -E "kernel:|Duration|Throughput|Issue Slots|Issued Warp|Stall|Pipe|Eligible" "$OUT/ncu_$target.txt" | head -40
   done
 fi
 if step modes; then
