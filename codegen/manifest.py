@@ -12,6 +12,9 @@ FP8 (e4m3 Q, K, V; P rounded per tile; two-level accumulation; bf16 out)
     loop; without one (evenn) it compiles but returns wrong results (profiler: incorrect; 733 TFLOP/s).
   * D=256: 128x128 w8 s2 (506 / 544); s3 does not fit in shared memory with a 128x256 Q tile.
   * D=64: 128x128 w8 s3.
+  * Since 2026-12-01 the Gluon kernel (below) runs FP8 at every head dim when V^T is fp8attn's own (the
+    key-permuted order); the Triton instances above serve a caller's sequence-contiguous V^T, packed sequences and
+    soft-capping.
 BF16 (V read in the caller's layout)
   * D=64/128: the Gluon kernel (below); the Triton 128x128 w8 s2 instances for what it does not run (soft-capping,
     packed sequences) and D=64 full attention at long sequences (the tuning table).
@@ -77,9 +80,10 @@ def _default_instances():
     # bench/sweep_gluon.py on the H200 (2026-12-01, V^T given, H=64): S=2048 547 / 471 TFLOP/s full / causal,
     # S=8192 575 / 563, against 505 / - / 570 / 522 for the Triton D=64 instance.
     rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
-    # D=256 on the same kernel (O in four column parts, 64-key tiles). Library on the H200 (2026-12-01,
-    # bench_vs_cudnn.py, V^T given): S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712, against 550 / 432 /
-    # 604 / 598 for the Triton D=256 instance (transpose included there).
+    # D=256 on the same kernel (O in four column parts, 64-key tiles). bench_vs_cudnn.py on the H200 (2026-12-01):
+    # S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712 with V^T given; 761 / 567 / 831 / 702 with the V
+    # transpose on every call (a second run), against 550 / 432 / 604 / 598 for the Triton D=256 instance (transpose
+    # included).
     rows += [_gluon(causal, 2, head_dim=256) for causal in (False, True)]
     # BF16 on the Gluon kernel (V read as given, P in bf16): fp8attn_profiler --suite=standard --dtype=bf16
     # --providers=instance on the H200 (2026-12-01): D=128 586-631 TFLOP/s full, 355-559 causal (S=512..16k),

@@ -49,7 +49,8 @@ def keep_mask(cols, rows, lo_off, hi_off, seqlen_k):
     of visible keys from lo_i (0 when none; a negative j - lo_i wraps to a large unsigned value). Written as two
     compares, ptxas kept two ISETP and two FSEL per score (the masked branch of the Gluon loop 160 -> 288
     instructions when the window's lower bound came in). No overflow: lo_i = i + lo_off lies in
-    [-BLOCK_M, seqlen_k] and i + hi_off + 1 <= seqlen_k + BLOCK_M + 1 (key_range). The Gluon kernel's; the Triton
+    [-BLOCK_M, seqlen_k + BLOCK_M] (the upper end for padding rows past seqlen_q under a left window, whose width
+    is then 0) and i + hi_off + 1 <= seqlen_k + BLOCK_M + 1 (key_range). The Gluon kernel's; the Triton
     kernel keeps the two compares (fmha_fwd_triton._mask_tile): with this form its D=64 instances spill under
     their 128-register cap (the per-row widths stay live)."""
     lo = rows + lo_off

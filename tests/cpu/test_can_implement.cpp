@@ -265,6 +265,25 @@ int main() {
       expect_error(forced, StatusCode::kErrorNotSupported, "v.stride_d=1024", "vkperm forced on a sequence-contiguous V",
                    {&kFp8GluonKeyPermuted});
     }
+    // The same at D=256, where the Gluon pair is vkperm only: a caller's sequence-contiguous V goes to Triton.
+    Need const d256_vkperm = instance(DataType::kE4M3, 256, false, "gluon vkperm", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kGluon && op.v_key_permuted;
+    });
+    Need const d256_plain = instance(DataType::kE4M3, 256, false, "that reads a plain V^T", [](FmhaDescription const& op) {
+      return !op.v_key_permuted && !op.softcap;
+    });
+    {
+      auto w = valid_fp8(2, 8, 1024, 256);
+      w.v.stride_s = 1;
+      w.v.stride_d = 1024;
+      w.v.stride_h = 256 * 1024;
+      w.v.stride_b = 8 * 256 * 1024;
+      if (applicable("D=256 sequence-contiguous V avoids vkperm", {&d256_vkperm, &d256_plain})) {
+        CHECK(!contains(selected(w), "_vkperm"), "D=256 sequence-contiguous V selected " + selected(w));
+        auto given = valid_fp8(2, 8, 1024, 256);
+        CHECK(contains(selected(given), "_vkperm_gluon"), "D=256 head_dim-contiguous V: " + selected(given));
+      }
+    }
     // ... unless the caller says it is a key-permuted V^T (TransposeV with key_permuted): then vkperm reads it
     // in place, no transpose, and only vkperm may.
     auto kp = a;
@@ -471,6 +490,19 @@ int main() {
       auto plain = valid_fp8(2, 8, 4096, 256, true);
       CHECK(Fmha::select_kernel(plain, &name).ok() && !contains(name, "_softcap"), "no softcap: " + name);
     }
+    // BF16 soft-capping: a softcap instance, never the Gluon BF16 one that comes first for plain calls.
+    Need const bf16_softcap = instance(DataType::kBF16, 128, true, "softcap", [](FmhaDescription const& op) {
+      return op.softcap;
+    });
+    auto cb = valid_fp8(2, 8, 4096, 128, true);
+    cb.problem.input_type = DataType::kBF16;
+    cb.q_descale = cb.k_descale = cb.v_descale = DescaleRef{};
+    cb.softcap = 30.0f;
+    if (applicable("bf16 softcap picks a softcap instance", {&bf16_softcap})) {
+      std::string name;
+      CHECK(Fmha::select_kernel(cb, &name).ok() && contains(name, "_softcap") && !contains(name, "_gluon"),
+            "bf16 softcap pick: " + name);
+    }
     c.softcap = -1.0f;
     expect_error(c, StatusCode::kErrorInvalidProblem, "softcap=-1", "negative softcap", {&softcap});
     auto none = valid_fp8(2, 8, 4096, 64, true);  // no softcap instance at D=64
@@ -492,6 +524,15 @@ int main() {
       // V^T: 8 heads x 128 rows of roundup16(5000) + 16 * 3 = 5056 keys.
       CHECK(Fmha::get_workspace_size(a) >= size_t(8) * 128 * 5056, "varlen V^T workspace: " +
                                                                    std::to_string(Fmha::get_workspace_size(a)));
+    }
+    // BF16 likewise: the Gluon BF16 instances come first in the manifest for dense calls, not for packed ones.
+    auto b16 = a;
+    b16.problem.input_type = DataType::kBF16;
+    b16.q_descale = b16.k_descale = b16.v_descale = DescaleRef{};
+    Need const bf16_causal = instance(DataType::kBF16, 128, true);
+    if (applicable("bf16 varlen is not run by gluon", {&bf16_causal})) {
+      std::string name;
+      CHECK(Fmha::select_kernel(b16, &name).ok() && !contains(name, "_gluon"), "bf16 varlen pick: " + name);
     }
     auto one = a;
     one.cu_seqlens_k = nullptr;

@@ -145,6 +145,48 @@ class Filters(unittest.TestCase):
         self.assertGreaterEqual(cases, 10)
 
 
+def tuning_rows(text):
+    """The rows of a tuning table's text (src/fmha/tuning/tuning_table.csv's format) as dicts."""
+    lines = [l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    header = [c.strip() for c in lines[0].split(",")]
+    return [dict(zip(header, (c.strip() for c in l.split(",")))) for l in lines[1:]]
+
+
+class TuningTable(unittest.TestCase):
+    """The committed table: the runtime drops a row naming an instance the build lacks with only a warning, so a
+    misspelt or extra-set name would silently do nothing; rows of one bucket must grow in max_seqlen_k (the first
+    match wins)."""
+
+    def check(self, text):
+        default = {name_of(c) for c in manifest.instances()}
+        last = {}
+        for row in tuning_rows(text):
+            self.assertIn(row["kernel"], default, "a tuning row names an instance outside the default build")
+            config = parse_name(row["kernel"])
+            self.assertEqual((config.head_dim, int(config.causal), config.qk_type),
+                             (int(row["head_dim"]), int(row["causal"]), row["input_type"]), row["kernel"])
+            bucket = (row["gpu"], row["input_type"], row["head_dim"], row["causal"])
+            self.assertGreater(int(row["max_seqlen_k"]), last.get(bucket, -1), f"{bucket}: smaller max_seqlen_k first")
+            last[bucket] = int(row["max_seqlen_k"])
+
+    def test_committed_rows_name_default_instances_in_order(self):
+        self.check((ROOT / "src" / "fmha" / "tuning" / "tuning_table.csv").read_text())
+
+    def test_the_check_fails_on_bad_rows(self):
+        good = (ROOT / "src" / "fmha" / "tuning" / "tuning_table.csv").read_text()
+        rows = [l for l in good.splitlines() if l.startswith("NVIDIA H200")]
+        self.assertTrue(rows, "the committed table has H200 rows")
+        header = "gpu,input_type,head_dim,causal,max_seqlen_k,kernel"
+        for bad in (rows[0].replace("_gluon", "_gluonx"),  # not an instance
+                    rows[0].replace(",64,", ",128,", 1),  # the bucket's head dim differs from the kernel's
+                    ):
+            with self.assertRaises(AssertionError, msg=bad):
+                self.check(header + "\n" + bad + "\n")
+        if len(rows) >= 2:
+            with self.assertRaises(AssertionError):
+                self.check(header + "\n" + rows[1] + "\n" + rows[0] + "\n")  # larger max_seqlen_k first
+
+
 class Manifest(unittest.TestCase):
     def test_descale_block_is_one_number(self):
         """kernels/common/numerics.py DESCALE_BLOCK_TOKENS (the kernels) and fmha::kDescaleBlockTokens (C++)."""
