@@ -70,6 +70,8 @@ if step sweep; then
   tail -50 "$OUT/sweep.txt"
 fi
 if step candidates; then
+  build/tools/profiler/fp8attn_profiler --list --kernels="128x64x128*gluon" > /dev/null 2>&1 ||
+    { echo "candidates: the extra set is not in this build (BUILD_ARGS=\"... -DFP8ATTN_KERNELS=*\")"; status=1; }
   for dtype in e4m3 bf16; do
     build/tools/profiler/fp8attn_profiler --operation=fmha_fwd --suite=standard --dtype=$dtype --providers=instance \
       --kernels=gluon --output="$OUT/candidates_$dtype.csv" > "$OUT/candidates_$dtype.txt" 2>&1 || status=1
