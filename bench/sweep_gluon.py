@@ -23,14 +23,13 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
+sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
+
+from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
 
-
-def block_n_of(head_dim):
-    """The library's key tile per head dim (codegen/manifest.py _gluon): 64 at D=256 (shared memory)."""
-    return 64 if head_dim == 256 else 128
 SWITCH_DEFAULTS = {"NUM_STAGES": 2, "KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0}
 
 

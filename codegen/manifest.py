@@ -52,16 +52,21 @@ def _int8_qk(d, causal):
     return FmhaConfig("i8", "e4m3", "f32", "bf16", 128, 128, d, 8, 3, causal, block_descale=True)
 
 
+def gluon_block_n(head_dim):
+    """The Gluon kernel's key tile per head dim: 64 keys at D=256 (shared memory), 128 otherwise (bench/sweep_gluon.py
+    uses the same)."""
+    return 64 if head_dim == 256 else 128
+
+
 def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, block_n=None):
-    if block_n is None:
-        block_n = 64 if head_dim == 256 else 128  # D=256: 64-key tiles (shared memory), P.V in four parts
+    block_n = block_n or gluon_block_n(head_dim)
     return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, block_n, head_dim, 4, stages, causal,
                       family="gluon", v_key_permuted=vkperm, block_descale=int8)
 
 
 def _gluon_bf16(causal, head_dim):
-    # BF16 on the Gluon kernel: V read as given (no transpose), P rounded to bf16; 64-key tiles at D=256.
-    return FmhaConfig("bf16", "bf16", "f32", "bf16", 128, 64 if head_dim == 256 else 128, head_dim, 4, 2, causal,
+    # BF16 on the Gluon kernel: V read as given (no transpose), P rounded to bf16.
+    return FmhaConfig("bf16", "bf16", "f32", "bf16", 128, gluon_block_n(head_dim), head_dim, 4, 2, causal,
                       family="gluon")
 
 

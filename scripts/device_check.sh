@@ -24,8 +24,7 @@
 #              through the GPU tests that force each instance by name (~3 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 # Instances outside the default set (codegen/manifest.py's extra set, e.g. the Gluon 64-key S-ahead and BF16 D=256
-# ones) are built with a
-# filter; '*' builds every instance, and the GPU tests then force each by name:
+# ones) are built with a filter; '*' builds every instance, and the GPU tests then force each by name:
 #   BUILD_ARGS="-DFP8ATTN_BUILD_PYTHON=ON -DFP8ATTN_KERNELS=*" STEPS="build test" bash scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -191,8 +191,8 @@ def _gluon_compile_spec(c: FmhaConfig):
     # 64-key tiles at D <= 128 (e4m3): the S-ahead schedule (S_AHEAD in the kernel), which needs the registers
     # they free.
     s_ahead = c.head_dim in (64, 128) and c.block_n == 64
-    tile_ok = (c.head_dim in (64, 128) and c.block_n == 128) or (c.block_n == 64 and not int8 and (
-        (c.head_dim in (64, 128) and not bf16) or c.head_dim == 256))
+    tile_ok = ((c.head_dim in (64, 128) and c.block_n == 128) or (s_ahead and not int8 and not bf16)
+               or (c.head_dim == 256 and c.block_n == 64 and not int8))
     supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
                  (int8 and c.v_type == "e4m3") or bf16) and (
                  c.out_type == "bf16" and c.acc_type == "f32"
@@ -201,8 +201,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                  and not c.softcap)
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
-                         "-> bf16, 128x128x64, 128x128x128, 128x64x64/128 (e4m3) or 128x64x256, w4 (two consumer warpgroups of 64 "
-                         "rows + a producer warp), 2 or 3 stages, FP8 V^T (optionally vkperm), no "
+                         "-> bf16, 128x128x64, 128x128x128, 128x64x64/128 (e4m3) or 128x64x256, w4 (two consumer "
+                         "warpgroups of 64 rows + a producer warp), 2 or 3 stages, FP8 V^T (optionally vkperm), no "
                          "ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.

@@ -268,7 +268,7 @@ def _s_zeros(M: gl.constexpr, N: gl.constexpr, layout: gl.constexpr, QK_INT8: gl
 
 
 @gluon.jit
-def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
+def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
                   kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                   KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
                   BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr):
@@ -282,6 +282,9 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, 
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, PV_N, MMA_K])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
+    # Keys [lo_masked_end, full_end) need no mask; the others are a window's left edge or past full_end
+    # (key_range).
+    masked = (start_n < lo_masked_end) | (start_n >= full_end)
     if QK_INT8:
         qk = qk.to(gl.float32)  # int32 sums of int8 products: |q.k| <= 127^2 * 256 < 2^24, exact in float32
     if BLOCK_DESCALE:
@@ -347,10 +350,10 @@ def _ahead_step(qk, j, it, n_start, lo_masked_end, full_end, q_tile, k_bufs, v_b
     qk_next = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
                             _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
     start_n = n_start + j * BLOCK_N
-    p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
-                                               (start_n < lo_masked_end) | (start_n >= full_end), offs_m, qk_scale,
-                                               lo_off, hi_off, seqlen_k, kd_base, k_descale_stride_blk, CAUSAL,
-                                               PV_N, BLOCK_N, KEY_PERMUTED, False, QK_INT8, BLOCK_DESCALE, V_NATURAL)
+    p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m,
+                                               qk_scale, lo_off, hi_off, seqlen_k, kd_base, k_descale_stride_blk,
+                                               CAUSAL, PV_N, BLOCK_N, KEY_PERMUTED, False, QK_INT8, BLOCK_DESCALE,
+                                               V_NATURAL)
     mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
     acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout)
     # wgmma groups complete in order: S_{j+1} is done too (marked so by the next step's wait).
@@ -477,10 +480,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                     qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
                     mbarrier.arrive(k_empty.index(s), count=1)
                     start_n = n_start + j * BLOCK_N
-                    p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
-                                                               (start_n < lo_masked_end) | (start_n >= full_end),
-                                                               offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
-                                                               k_descale_stride_blk, CAUSAL, PV_N, BLOCK_N,
+                    p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end,
+                                                               full_end, offs_m, qk_scale, lo_off, hi_off,
+                                                               seqlen_k, kd_base, k_descale_stride_blk, CAUSAL,
+                                                               PV_N, BLOCK_N,
                                                                KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
                                                                V_NATURAL)
                     mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
@@ -509,7 +512,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             mbarrier.arrive(q_empty, count=1)
             start_n = n_start + (n_tiles - 1) * BLOCK_N
             p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
-                                                       (start_n < lo_masked_end) | (start_n >= full_end), offs_m,
+                                                       lo_masked_end, full_end, offs_m,
                                                        qk_scale, lo_off, hi_off, seqlen_k, kd_base,
                                                        k_descale_stride_blk, CAUSAL,
                                                        PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
