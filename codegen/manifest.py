@@ -84,7 +84,9 @@ def _default_instances():
     # D=64 on the same kernel (vkperm only; a caller's sequence-contiguous V goes to the Triton instances).
     # bench/sweep_gluon.py on the H200 (2026-12-01, V^T given, H=64): S=2048 547 / 471 TFLOP/s full / causal,
     # S=8192 575 / 563, against 505 / - / 570 / 522 for the Triton D=64 instance.
-    rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
+    # 3 stages (H200, 2026-12-01, fp8attn_profiler --providers=instance, one run): S=2048 539 / 444 TFLOP/s full /
+    # causal, S=8192 609 / 566, against 535 / 441 / 589 / 542 with 2 stages (extra set).
+    rows += [_gluon(causal, 3, head_dim=64) for causal in (False, True)]
     # D=256 on the same kernel (O in four column parts, 64-key tiles). bench_vs_cudnn.py on the H200 (2026-12-01):
     # S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712 with V^T given; 761 / 567 / 831 / 702 with the V
     # transpose on every call (a second run), against 550 / 432 / 604 / 598 for the Triton D=256 instance (transpose
@@ -96,6 +98,10 @@ def _default_instances():
     # 396 / 309; at D=64 S=8192 full the Triton instance is 1-3% faster (two runs): a tuning-table row
     # (src/fmha/tuning/tuning_table.csv).
     rows += [_gluon_bf16(causal, d) for causal in (False, True) for d in (64, 128)]
+    # BF16 at D=256 on the Gluon kernel (one [64, 256] accumulator, one O buffer the two warpgroups share): same
+    # profiler run, S=2048 581 / 504 full / causal, S=8192 615 / 536, against 460 / 384 / 495 / 498 for the
+    # Triton instance (bench_vs_cudnn.py, the run before).
+    rows += [_gluon_bf16(causal, 256) for causal in (False, True)]
     rows += [_fmha("e4m3", 128, 128, 128, 4, 2, False, ws=True, even_n=True)]
     for causal in (False, True):
         rows += [
@@ -170,19 +176,16 @@ def _extra_instances():
     rows.append(_fmha("e4m3", 64, 128, 128, 4, 2, False, ws=True, even_n=True))
     rows.append(_fmha("e4m3", 256, 128, 64, 4, 2, False, ws=True, even_n=True))
     rows += [_gluon(causal, 3) for causal in (False, True)]
-    # D=64 with a 3-stage ring (at D=64 the warpgroups' GEMMs are short and the 2-stage ring is the tighter limit,
-    # NOTES 2026-12-01); compiled, not yet run: for the candidates step.
-    rows += [_gluon(causal, 3, head_dim=64) for causal in (False, True)]
+    # D=64 with a 2-stage ring: 1-4% slower than the default 3-stage one (H200, 2026-12-01), kept for comparison.
+    rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
     # INT8 Q.K^T on the Gluon kernel at D=64 (SmolLM2's head dim, int8_qk's best-accuracy case): correct on the
     # H200 (forced by name), speed not yet measured. Here, not in the default set, because the fused int8_qk
     # path tries a key-permuted V^T first, which would select it.
     rows += [_gluon(causal, 2, head_dim=64, int8=True) for causal in (False, True)]
-    # 64-key tiles at D=128 with the S-ahead schedule (S_{j+1} under S_j's softmax; the 128-key tiles have no
-    # registers for it), compiled here, not yet run: for the profiler's per-instance rows.
-    rows += [_gluon(causal, stages, block_n=64) for causal in (False, True) for stages in (2, 3)]
-    # BF16 at D=256 on the Gluon kernel (one [64, 256] accumulator, one O buffer the two warpgroups share),
-    # compiled here, not yet run.
-    rows += [_gluon_bf16(causal, 256) for causal in (False, True)]
+    # Deeper decode pipelines (D=128, GQA 4:1): 7 stages give three K/V buffers (the default 5, two), 9 stages
+    # with 64-key iterations four; for bench_decode.py --instances.
+    rows += [PagedConfig("decode", page, 128, 16, 4, 7, block_n=128) for page in (16, 64)]
+    rows += [PagedConfig("decode", 64, 128, 16, 4, 9, block_n=64)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

@@ -19,9 +19,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNEL = os.path.join(ROOT, "kernels", "fmha_fwd", "fmha_fwd_gluon.py")
-# The consumer's wait for a V stage (P_j V_j's operand) in its main loop, the one the default 128-key schedule
-# runs: the first one after `def _consumer(` (the S_AHEAD helper above it has its own copy, which this problem's
-# schedule does not run).
+# The consumer's wait for a V stage (P_j V_j's operand) in its main loop: the first one after `def _consumer(`.
 V_WAIT = "mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)"
 CONSUMER = "def _consumer("
 # What a ConSan check prints when it fires (device asserts; messages of Triton 3.6's instrumentation).

@@ -13,7 +13,7 @@
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
-#   candidates every Gluon instance, the extra set's candidates included (64-key S-ahead, BF16 D=256), timed by
+#   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
 #              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
 #              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
 #   ncu        Nsight Compute on one launch each of the prefill attention kernel (D=128 S=8192 causal) and the
@@ -23,7 +23,7 @@
 #              checked on the device) over every Gluon instance, built instrumented into build-consan and run
 #              through the GPU tests that force each instance by name (~3 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
-# Instances outside the default set (codegen/manifest.py's extra set, e.g. the Gluon 64-key S-ahead and BF16 D=256
+# Instances outside the default set (codegen/manifest.py's extra set, e.g. the Gluon D=128 3-stage
 # ones) are built with a filter; '*' builds every instance, and the GPU tests then force each by name:
 #   BUILD_ARGS="-DFP8ATTN_BUILD_PYTHON=ON -DFP8ATTN_KERNELS=*" STEPS="build test" bash scripts/device_check.sh
 set -uo pipefail
@@ -69,7 +69,7 @@ if step sweep; then
   tail -50 "$OUT/sweep.txt"
 fi
 if step candidates; then
-  build/tools/profiler/fp8attn_profiler --list --kernels="128x64x128*gluon" > /dev/null 2>&1 ||
+  build/tools/profiler/fp8attn_profiler --list --kernels="128x128x128_w4_s3*gluon" > /dev/null 2>&1 ||
     { echo "candidates: the extra set is not in this build (BUILD_ARGS=\"... -DFP8ATTN_KERNELS=*\")"; status=1; }
   for dtype in e4m3 bf16; do
     build/tools/profiler/fp8attn_profiler --operation=fmha_fwd --suite=standard --dtype=$dtype --providers=instance \

@@ -188,11 +188,7 @@ def _gluon_compile_spec(c: FmhaConfig):
     # accumulator does not fit the 240 registers a consumer thread gets otherwise).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
     bf16 = c.qk_type == "bf16" and c.v_type == "bf16" and not c.block_descale and not c.v_key_permuted
-    # 64-key tiles at D <= 128 (e4m3): the S-ahead schedule (S_AHEAD in the kernel), which needs the registers
-    # they free.
-    s_ahead = c.head_dim in (64, 128) and c.block_n == 64
-    tile_ok = ((c.head_dim in (64, 128) and c.block_n == 128) or (s_ahead and not int8 and not bf16)
-               or (c.head_dim == 256 and c.block_n == 64 and not int8))
+    tile_ok = ((c.head_dim in (64, 128) and c.block_n == 128) or (c.head_dim == 256 and c.block_n == 64 and not int8))
     supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
                  (int8 and c.v_type == "e4m3") or bf16) and (
                  c.out_type == "bf16" and c.acc_type == "f32"
@@ -222,7 +218,7 @@ def _gluon_compile_spec(c: FmhaConfig):
     }
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,
-                  "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16, "S_AHEAD": s_ahead}
+                  "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -60,12 +60,6 @@ blocks program_id, program_id + num_programs, ...; the producer loads the next b
 consumers have issued their last S of the current one, and the K/V ring runs on across blocks, so a block's
 loads overlap the previous block's last P.V and output store.
 
-S_AHEAD (the build sets it for 64-key tiles at D <= 128; extra set until measured): S_{j+1} is issued before
-S_j's softmax and P_j V_j after it, alone, so a warpgroup's chain per tile is its softmax plus one GEMM (the
-default order: softmax, then P_j V_j and S_{j+1}). O, S_j, S_{j+1} and the fresh P.V product are then live
-together: 256 registers a thread with 128-key tiles (ptxas spills or serializes the wgmmas), 192 with 64-key
-ones. The loop is unrolled by two so that S_j and S_{j+1} keep their registers.
-
 BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation), and the two consumer warpgroups
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
 o_free mbarrier, released after a warpgroup's TMA store has read it.
@@ -334,36 +328,6 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
 
 
 @gluon.jit
-def _ahead_step(qk, j, it, n_start, lo_masked_end, full_end, q_tile, k_bufs, v_bufs, k_ready, k_empty, v_ready,
-                v_empty, acc, l_i, m_i, f_i, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
-                k_descale_stride_blk, s_layout: gl.constexpr, o_layout: gl.constexpr, CAUSAL: gl.constexpr,
-                PV_N: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr,
-                KEY_PERMUTED: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
-                V_NATURAL: gl.constexpr):
-    """KV tile j under S_AHEAD: S_j (issued by the previous step) in; S_{j+1} issued, S_j's softmax, P_j V_j
-    issued, waited for (S_{j+1} completes before it) and folded. Returns S_{j+1} in flight and the row state."""
-    s = (it + j) % NUM_STAGES
-    nxt = (it + j + 1) % NUM_STAGES
-    qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
-    mbarrier.arrive(k_empty.index(s), count=1)
-    mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-    qk_next = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
-                            _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
-    start_n = n_start + j * BLOCK_N
-    p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m,
-                                               qk_scale, lo_off, hi_off, seqlen_k, kd_base, k_descale_stride_blk,
-                                               CAUSAL, PV_N, BLOCK_N, KEY_PERMUTED, False, QK_INT8, BLOCK_DESCALE,
-                                               V_NATURAL)
-    mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
-    acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout)
-    # wgmma groups complete in order: S_{j+1} is done too (marked so by the next step's wait).
-    pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
-    mbarrier.arrive(v_empty.index(s), count=1)
-    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
-    return qk_next, acc, l_i, m_i, f_i
-
-
-@gluon.jit
 def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
@@ -373,15 +337,14 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               heads_q, group_size, write_lse, window_left, window_right, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
               BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-              SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
-              S_AHEAD: gl.constexpr):
+              SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
     into the accumulator as soon as it is done, while S_{j+1} still runs. P_j is made and used within the
-    step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked). S_AHEAD: S_{j+1}
-    before S_j's softmax instead (_ahead_step). FP8 at HEAD_DIM = 256: O is four [64, 64] accumulators and P.V
-    runs in four column parts (_pv_parts); BF16 at 256: one [64, 256] accumulator, O buffer shared (o_free)."""
+    step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked). FP8 at HEAD_DIM =
+    256: O is four [64, 64] accumulators and P.V runs in four column parts (_pv_parts); BF16 at 256: one [64, 256]
+    accumulator, O buffer shared (o_free)."""
     # FP8 at D=256: O in four column parts (PARTS, _pv_parts); BF16 keeps one [64, 256] accumulator (one-level
     # accumulation needs no fresh product beside it).
     PARTS: gl.constexpr = HEAD_DIM > 128 and not V_NATURAL
@@ -391,7 +354,6 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     gl.static_assert(not PARTS or (HEAD_DIM == 4 * PV_N and not SUM_ON_TC),
                      "D=256: FP8, four parts, no SUM_ON_TC")
     gl.static_assert(not V_NATURAL or not (KEY_PERMUTED or SUM_ON_TC or QK_INT8), "BF16: plain V, no switches")
-    gl.static_assert(not S_AHEAD or (HEAD_DIM <= 128 and not SUM_ON_TC), "S_AHEAD: D <= 128, no SUM_ON_TC")
     MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, PV_N, MMA_K])
@@ -449,62 +411,37 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             mbarrier.wait(k_ready.index(s0), (it // NUM_STAGES) & 1)
             qk = warpgroup_mma(q_tile, _k_tile(k_bufs, s0, BLOCK_N, HEAD_DIM),
                                _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
-            if S_AHEAD:
-                # S_{j+1} issued before S_j's softmax so that it runs under it, then P_j V_j alone, waited for and
-                # folded (FlashAttention-3's intra-warpgroup overlap): a warpgroup's chain per tile is its softmax
-                # plus one GEMM instead of two. O, S_j, S_{j+1} and P_j V_j's fresh product are live together:
-                # 64-key tiles only (with 128-key ones that is 256 registers a thread, and ptxas spills).
-                # Unrolled by two so that S_j and S_{j+1} keep their registers (a loop-carried copy made ptxas
-                # serialize every wgmma).
-                for jj in range(0, (n_tiles - 1) // 2):
-                    qk_b, acc, l_i, m_i, f_i = _ahead_step(
-                        qk, 2 * jj, it, n_start, lo_masked_end, full_end, q_tile, k_bufs, v_bufs, k_ready, k_empty,
-                        v_ready, v_empty, acc, l_i, m_i, f_i, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
-                        k_descale_stride_blk, s_layout, o_layout, CAUSAL, PV_N, BLOCK_N, HEAD_DIM, NUM_STAGES,
-                        KEY_PERMUTED, QK_INT8, BLOCK_DESCALE, V_NATURAL)
-                    qk, acc, l_i, m_i, f_i = _ahead_step(
-                        qk_b, 2 * jj + 1, it, n_start, lo_masked_end, full_end, q_tile, k_bufs, v_bufs, k_ready,
-                        k_empty, v_ready, v_empty, acc, l_i, m_i, f_i, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
-                        kd_base, k_descale_stride_blk, s_layout, o_layout, CAUSAL, PV_N, BLOCK_N, HEAD_DIM,
-                        NUM_STAGES, KEY_PERMUTED, QK_INT8, BLOCK_DESCALE, V_NATURAL)
-                if (n_tiles - 1) % 2 == 1:
-                    qk, acc, l_i, m_i, f_i = _ahead_step(
-                        qk, n_tiles - 2, it, n_start, lo_masked_end, full_end, q_tile, k_bufs, v_bufs, k_ready,
-                        k_empty, v_ready, v_empty, acc, l_i, m_i, f_i, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
-                        kd_base, k_descale_stride_blk, s_layout, o_layout, CAUSAL, PV_N, BLOCK_N, HEAD_DIM,
-                        NUM_STAGES, KEY_PERMUTED, QK_INT8, BLOCK_DESCALE, V_NATURAL)
-            else:
-                for j in range(0, n_tiles - 1):
-                    s = (it + j) % NUM_STAGES
-                    nxt = (it + j + 1) % NUM_STAGES
-                    qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
-                    mbarrier.arrive(k_empty.index(s), count=1)
-                    start_n = n_start + j * BLOCK_N
-                    p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end,
-                                                               full_end, offs_m, qk_scale, lo_off, hi_off,
-                                                               seqlen_k, kd_base, k_descale_stride_blk, CAUSAL,
-                                                               PV_N, BLOCK_N,
-                                                               KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
-                                                               V_NATURAL)
-                    mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
-                    acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout)
-                    if PARTS:  # FP8 D=256: part 3 folded before the next S (fewer spills; _pv_parts)
-                        pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
-                        acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
-                    if SUM_ON_TC:
-                        ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
-                                           use_acc=False, is_async=True)
-                    mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                    qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
-                                       _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
-                    if SUM_ON_TC:
-                        pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
-                        l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
-                    elif not PARTS:
-                        pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
-                    mbarrier.arrive(v_empty.index(s), count=1)
-                    if not PARTS:
-                        acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
+            for j in range(0, n_tiles - 1):
+                s = (it + j) % NUM_STAGES
+                nxt = (it + j + 1) % NUM_STAGES
+                qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+                mbarrier.arrive(k_empty.index(s), count=1)
+                start_n = n_start + j * BLOCK_N
+                p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end,
+                                                           full_end, offs_m, qk_scale, lo_off, hi_off,
+                                                           seqlen_k, kd_base, k_descale_stride_blk, CAUSAL,
+                                                           PV_N, BLOCK_N,
+                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
+                                                           V_NATURAL)
+                mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
+                acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout)
+                if PARTS:  # FP8 D=256: part 3 folded before the next S (fewer spills; _pv_parts)
+                    pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
+                    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
+                if SUM_ON_TC:
+                    ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
+                                       use_acc=False, is_async=True)
+                mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
+                qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
+                                   _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
+                if SUM_ON_TC:
+                    pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
+                    l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
+                elif not PARTS:
+                    pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
+                mbarrier.arrive(v_empty.index(s), count=1)
+                if not PARTS:
+                    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
             qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
@@ -579,7 +516,7 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
                BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
-               V_NATURAL: gl.constexpr, S_AHEAD: gl.constexpr):
+               V_NATURAL: gl.constexpr):
     _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
@@ -587,7 +524,7 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, window_left, window_right, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, S_AHEAD)
+              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL)
 
 
 @gluon.jit
@@ -605,7 +542,6 @@ def fmha_fwd_gluon_kernel(
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
-    S_AHEAD: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -660,7 +596,7 @@ def fmha_fwd_gluon_kernel(
                      q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                     BLOCK_DESCALE, V_NATURAL, S_AHEAD)),
+                     BLOCK_DESCALE, V_NATURAL)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, o_free,
                       k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                       v_ready,
@@ -669,7 +605,7 @@ def fmha_fwd_gluon_kernel(
                       q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                       seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                       HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                      BLOCK_DESCALE, V_NATURAL, S_AHEAD)),
+                      BLOCK_DESCALE, V_NATURAL)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, HEAD_DIM,
                      BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL)),

@@ -1,0 +1,160 @@
+"""Variant sweep of the paged decode kernel through the JIT (device only): tile, pipeline depth, warps, split count
+and the K page layout side by side on bench_decode.py's cases, each variant's output checked against the first
+variant's before its time counts. Used to decide what goes into the manifest and the page layout.
+
+    python3 bench/sweep_decode.py --variant n128s5=BLOCK_N=128,stages=5 --variant hm=BLOCK_N=128,stages=5,K_HEAD_MAJOR=1
+
+A variant is name=KEY=int,...: BLOCK_N, stages, warps, splits (0: the library's automatic choice, as
+src/paged/paged.cpp plans it), target (with splits=0: split every case into target // programs, e.g. 396 for
+three programs per SM, instead), maxnreg (0: none), K_HEAD_MAJOR (K pages stored [page, kv head, token, D]
+instead of [page, token, kv head, D]; the sweep writes the same keys in both layouts). Effective read: bytes of
+K and V the call must read / time (bench_decode.py's measure).
+"""
+
+import argparse
+import csv
+import os
+import sys
+
+import torch
+import triton
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
+
+import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda)
+from bench_decode import CASES, HEAD_DIM  # noqa: E402  (one definition of the cases)
+from paged.paged_decode_triton import paged_combine_kernel  # noqa: E402
+from paged.paged_decode_triton import paged_decode_kernel as _library_kernel  # noqa: E402
+
+# Integer arguments equal to 1 (q_len, num_splits, a stride) are not specialized to constants, as in the library's
+# build (the kernel calls .to() on them). Pointers keep their 16-byte alignment specialization: without it every
+# cache load is 4 bytes wide (a first sweep read 0.96 TB/s that way).
+_INTS = ("q_len", "heads_q", "heads_kv", "num_pages", "max_pages", "pages_per_split", "num_splits", "row_chunks",
+         "stride_qb", "stride_qs", "stride_qh", "stride_ob", "stride_os", "stride_oh", "descale_stride_page",
+         "descale_stride_head", "window_left")
+paged_decode_kernel = triton.jit(_library_kernel.fn, do_not_specialize=list(_INTS))
+
+DEFAULTS = {"BLOCK_N": 128, "stages": 5, "warps": 4, "splits": 0, "target": 0, "maxnreg": 0, "K_HEAD_MAJOR": 0,
+            "ROWS": 16}
+# The library's automatic split choice (src/paged/paged.cpp: splits_of).
+SPLIT_BELOW, TARGET_PROGRAMS, MIN_PAGES_PER_SPLIT = 132, 264, 4
+
+
+def parse_variant(spec):
+    name, _, rest = spec.partition("=")
+    v = dict(DEFAULTS, **{k: int(x) for k, x in (kv.split("=") for kv in rest.split(",") if kv)})
+    return name, v
+
+
+def auto_splits(batch, heads_kv, chunks, pages):
+    programs = batch * heads_kv * chunks
+    if programs >= SPLIT_BELOW:
+        return 1
+    return max(1, min(TARGET_PROGRAMS // programs, pages // MIN_PAGES_PER_SPLIT, 256))
+
+
+def make_inputs(case):
+    name, batch, context, heads_q, heads_kv, q_len, page = case[:7]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    num_pages = batch * (context // page)
+    k = torch.randint(0, 0x7E, (num_pages, page, heads_kv, HEAD_DIM), generator=gen, device="cuda", dtype=torch.uint8)
+    vt = torch.randint(0, 0x7E, (num_pages, heads_kv, HEAD_DIM, page), generator=gen, device="cuda", dtype=torch.uint8)
+    table = torch.randperm(num_pages, generator=gen, device="cuda").to(torch.int32).reshape(batch, -1)
+    q = torch.randn((batch, q_len, heads_q, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
+    return {"k": k.view(torch.float8_e4m3fn), "k_hm": k.permute(0, 2, 1, 3).contiguous().view(torch.float8_e4m3fn),
+            "vt": vt.view(torch.float8_e4m3fn), "table": table, "q": q,
+            "seqlens": torch.full((batch,), context, dtype=torch.int32, device="cuda"),
+            "kd": torch.full((heads_kv,), 0.02, device="cuda"), "vd": torch.full((heads_kv,), 0.01, device="cuda")}
+
+
+def launcher(case, inp, v):
+    name, batch, context, heads_q, heads_kv, q_len, page = case[:7]
+    window = case[7] if len(case) > 7 else -1
+    rows = q_len * heads_q // heads_kv
+    chunks = (rows + v["ROWS"] - 1) // v["ROWS"]
+    keys = context if window < 0 else min(context, window + q_len + v["BLOCK_N"] - 1)
+    pages = (keys + page - 1) // page
+    if v["target"]:
+        splits = max(1, min(v["target"] // (batch * heads_kv * chunks), pages // MIN_PAGES_PER_SPLIT, 256))
+    else:
+        splits = v["splits"] or auto_splits(batch, heads_kv, chunks, pages)
+    per_iter = max(1, v["BLOCK_N"] // page)
+    per_split = max(1, (pages + splits - 1) // splits)
+    pages_per_split = (per_split + per_iter - 1) // per_iter * per_iter
+    programs = batch * heads_kv * chunks * splits
+    q = inp["q"]
+    out = torch.empty_like(q)
+    part_o = torch.empty((programs * v["ROWS"], HEAD_DIM), device="cuda", dtype=torch.float32)
+    part_ml = torch.empty((programs * v["ROWS"], 2), device="cuda", dtype=torch.float32)
+    kpages = inp["k_hm"] if v["K_HEAD_MAJOR"] else inp["k"]
+    extra = {"maxnreg": v["maxnreg"]} if v["maxnreg"] else {}
+
+    def call():
+        paged_decode_kernel[(programs,)](
+            q, kpages, inp["vt"], inp["kd"], inp["vd"], inp["table"], inp["seqlens"], out, part_o, part_ml,
+            HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, kpages.shape[0], inp["table"].shape[1], pages_per_split,
+            splits, chunks, q.stride(0), q.stride(1), q.stride(2), out.stride(0), out.stride(1), out.stride(2),
+            0, 1, window, 0.0,
+            HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], K_HEAD_MAJOR=bool(v["K_HEAD_MAJOR"]),
+            num_warps=v["warps"], num_stages=v["stages"], **extra)
+        if splits > 1:
+            paged_combine_kernel[(batch * heads_kv * chunks,)](
+                part_o, part_ml, out, q_len, heads_q, heads_kv, splits, chunks,
+                out.stride(0), out.stride(1), out.stride(2), HEAD_DIM=HEAD_DIM, ROWS=v["ROWS"], num_warps=4)
+        return out
+
+    read = context if window < 0 else min(context, window + q_len)
+    return call, 2 * batch * read * heads_kv * HEAD_DIM, splits
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--variant", action="append", required=True)
+    ap.add_argument("--cases", default="", help="comma-separated names of bench_decode.py's cases (default: all)")
+    ap.add_argument("--csv", default="")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--target-ms", type=float, default=10.0)
+    args = ap.parse_args()
+    variants = [parse_variant(s) for s in args.variant]
+    cases = [c for c in CASES if not args.cases or c[0] in args.cases.split(",")]
+    records = []
+    print("case".ljust(20) + "".join(n[:14].rjust(15) for n, _ in variants), flush=True)
+    for case in cases:
+        inp = make_inputs(case)
+        ref, line = None, case[0].ljust(20)
+        for name, v in variants:
+            rec = {"case": case[0], "variant": name, **v}
+            try:
+                call, nbytes, splits = launcher(case, inp, v)
+                got = call().float()
+                torch.cuda.synchronize()
+                if ref is None:
+                    ref = got.clone()
+                ok = torch.allclose(got, ref, rtol=2e-2, atol=2e-2) and bool(torch.isfinite(got).all())
+                rec["splits_used"] = splits
+                if not ok:
+                    rec["tbps"] = "MISMATCH"
+                else:
+                    ms = bvc.time_cuda(call, args)
+                    rec["ms"], rec["tbps"] = ms, nbytes / (ms * 1e-3) / 1e12
+            except Exception as e:  # noqa: BLE001 - a variant that does not compile or launch is a row, not an end
+                rec["tbps"] = f"{type(e).__name__}: {e}"[:120]
+            records.append(rec)
+            t = rec["tbps"]
+            line += (f"{t:15.2f}" if isinstance(t, float) else str(t)[:14].rjust(15))
+        print(line, flush=True)
+        del inp
+        torch.cuda.empty_cache()
+    if args.csv:
+        keys = sorted({k for r in records for k in r}, key=lambda k: (k not in ("case", "variant"), k))
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys)
+            w.writeheader()
+            w.writerows(records)
+
+
+if __name__ == "__main__":
+    main()
