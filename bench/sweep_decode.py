@@ -1,13 +1,12 @@
 """Variant sweep of the paged decode kernel through the JIT (device only): tile, pipeline depth, warps, split count
-and the K page layout side by side on bench_decode.py's cases, each variant's output checked against the first
+and register cap side by side on bench_decode.py's cases, each variant's output checked against the first
 variant's before its time counts. Used to decide what goes into the manifest and the page layout.
 
-    python3 bench/sweep_decode.py --variant n128s5=BLOCK_N=128,stages=5 --variant hm=BLOCK_N=128,stages=5,K_HEAD_MAJOR=1
+    python3 bench/sweep_decode.py --variant n128s5=BLOCK_N=128,stages=5 --variant s7=BLOCK_N=128,stages=7
 
 A variant is name=KEY=int,...: BLOCK_N, stages, warps, splits (0: the library's automatic choice, as
 src/paged/paged.cpp plans it), target (with splits=0: split every case into target // programs, e.g. 396 for
-three programs per SM, instead), maxnreg (0: none), K_HEAD_MAJOR (K pages stored [page, kv head, token, D]
-instead of [page, token, kv head, D]; the sweep writes the same keys in both layouts). Effective read: bytes of
+three programs per SM, instead), maxnreg (0: none). Effective read: bytes of
 K and V the call must read / time (bench_decode.py's measure).
 """
 
@@ -36,8 +35,7 @@ _INTS = ("q_len", "heads_q", "heads_kv", "num_pages", "max_pages", "pages_per_sp
          "descale_stride_head", "window_left")
 paged_decode_kernel = triton.jit(_library_kernel.fn, do_not_specialize=list(_INTS))
 
-DEFAULTS = {"BLOCK_N": 128, "stages": 5, "warps": 4, "splits": 0, "target": 0, "maxnreg": 0, "K_HEAD_MAJOR": 0,
-            "ROWS": 16}
+DEFAULTS = {"BLOCK_N": 128, "stages": 5, "warps": 4, "splits": 0, "target": 0, "maxnreg": 0, "ROWS": 16}
 # The library's automatic split choice (src/paged/paged.cpp: splits_of).
 SPLIT_BELOW, TARGET_PROGRAMS, MIN_PAGES_PER_SPLIT = 132, 264, 4
 
@@ -63,8 +61,7 @@ def make_inputs(case):
     vt = torch.randint(0, 0x7E, (num_pages, heads_kv, HEAD_DIM, page), generator=gen, device="cuda", dtype=torch.uint8)
     table = torch.randperm(num_pages, generator=gen, device="cuda").to(torch.int32).reshape(batch, -1)
     q = torch.randn((batch, q_len, heads_q, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
-    return {"k": k.view(torch.float8_e4m3fn), "k_hm": k.permute(0, 2, 1, 3).contiguous().view(torch.float8_e4m3fn),
-            "vt": vt.view(torch.float8_e4m3fn), "table": table, "q": q,
+    return {"k": k.view(torch.float8_e4m3fn), "vt": vt.view(torch.float8_e4m3fn), "table": table, "q": q,
             "seqlens": torch.full((batch,), context, dtype=torch.int32, device="cuda"),
             "kd": torch.full((heads_kv,), 0.02, device="cuda"), "vd": torch.full((heads_kv,), 0.01, device="cuda")}
 
@@ -88,7 +85,7 @@ def launcher(case, inp, v):
     out = torch.empty_like(q)
     part_o = torch.empty((programs * v["ROWS"], HEAD_DIM), device="cuda", dtype=torch.float32)
     part_ml = torch.empty((programs * v["ROWS"], 2), device="cuda", dtype=torch.float32)
-    kpages = inp["k_hm"] if v["K_HEAD_MAJOR"] else inp["k"]
+    kpages = inp["k"]
     extra = {"maxnreg": v["maxnreg"]} if v["maxnreg"] else {}
 
     def call():
@@ -97,8 +94,7 @@ def launcher(case, inp, v):
             HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, kpages.shape[0], inp["table"].shape[1], pages_per_split,
             splits, chunks, q.stride(0), q.stride(1), q.stride(2), out.stride(0), out.stride(1), out.stride(2),
             0, 1, window, 0.0,
-            HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], K_HEAD_MAJOR=bool(v["K_HEAD_MAJOR"]),
-            num_warps=v["warps"], num_stages=v["stages"], **extra)
+            HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], num_warps=v["warps"], num_stages=v["stages"], **extra)
         if splits > 1:
             paged_combine_kernel[(batch * heads_kv * chunks,)](
                 part_o, part_ml, out, q_len, heads_q, heads_kv, splits, chunks,

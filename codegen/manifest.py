@@ -182,10 +182,6 @@ def _extra_instances():
     # H200 (forced by name), speed not yet measured. Here, not in the default set, because the fused int8_qk
     # path tries a key-permuted V^T first, which would select it.
     rows += [_gluon(causal, 2, head_dim=64, int8=True) for causal in (False, True)]
-    # Deeper decode pipelines (D=128, GQA 4:1): 7 stages give three K/V buffers (the default 5, two), 9 stages
-    # with 64-key iterations four; for bench_decode.py --instances.
-    rows += [PagedConfig("decode", page, 128, 16, 4, 7, block_n=128) for page in (16, 64)]
-    rows += [PagedConfig("decode", 64, 128, 16, 4, 9, block_n=64)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

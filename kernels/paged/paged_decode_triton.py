@@ -89,7 +89,7 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
                   HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-                  SOFTCAP: tl.constexpr, K_HEAD_MAJOR: tl.constexpr):
+                  SOFTCAP: tl.constexpr):
     """One iteration: BLOCK_N keys from NP pages of SUB tokens (several whole small pages, or a part of one large
     page; every iteration starts on a multiple of BLOCK_N: the host rounds a split's pages to whole iterations).
     Transposed products, so that the keys are the MMA's M dimension (64 per warpgroup) and the few query rows its
@@ -116,14 +116,8 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
         page = tl.load(table_row + first_page + offs_p)
     bad_pages = bad_pages | (page_live & ((page < 0) | (page >= num_pages))).to(tl.int32)
     page = tl.minimum(tl.maximum(page, 0), num_pages - 1).to(tl.int64)
-    if K_HEAD_MAJOR:
-        # K [num_pages, heads_kv, PAGE, HEAD_DIM]: a (page, kv head) slice is one contiguous block, as V^T's is.
-        k_base = (page * heads_kv + hk) * (PAGE * HEAD_DIM)  # [NP]
-        k_ptr = KPages + k_base[:, None, None] + (in_page * HEAD_DIM)[None, :, None] + offs_d[None, None, :]
-    else:
-        k_base = page * (PAGE * heads_kv * HEAD_DIM) + hk * HEAD_DIM  # [NP]
-        k_ptr = (KPages + k_base[:, None, None] + (in_page * (heads_kv * HEAD_DIM))[None, :, None] +
-                 offs_d[None, None, :])
+    k_base = page * (PAGE * heads_kv * HEAD_DIM) + hk * HEAD_DIM  # [NP]
+    k_ptr = KPages + k_base[:, None, None] + (in_page * (heads_kv * HEAD_DIM))[None, :, None] + offs_d[None, None, :]
     v_base = (page * heads_kv + hk) * (HEAD_DIM * PAGE)  # [NP]
     v_ptr = VPages + v_base[None, :, None] + (offs_d * PAGE)[:, None, None] + in_page[None, None, :]
     dsc = page * descale_stride_page + hk * descale_stride_head  # [NP]
@@ -173,8 +167,7 @@ def _decode_range(key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, 
                   bad_pages,
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
-                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr,
-                  K_HEAD_MAJOR: tl.constexpr):
+                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr):
     """The split's keys [key_lo, key_hi): whole blocks unmasked (pipelined), then the block past the end masked."""
     full_end = key_lo + tl.maximum(key_hi - key_lo, 0) // BLOCK_N * BLOCK_N
     for start in tl.range(key_lo, full_end, BLOCK_N):
@@ -182,13 +175,13 @@ def _decode_range(key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, 
             start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP, K_HEAD_MAJOR)
+            HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP)
     if full_end < key_hi:
         m_i, l_i, acc, bad_pages = _decode_block(
             full_end, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP, K_HEAD_MAJOR)
+            HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP)
     return m_i, l_i, acc, bad_pages
 
 
@@ -199,7 +192,6 @@ def paged_decode_kernel(
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
     descale_stride_page, descale_stride_head, window_left, softcap,
     HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-    K_HEAD_MAJOR: tl.constexpr = False,
 ):
     """Program (b, kv head, chunk of ROWS rows, split). Row r is query token r // group of query head
     kv_head * group + r % group; rows >= q_len * group are padding (never stored). A sequence whose length
@@ -272,13 +264,13 @@ def paged_decode_kernel(
             key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, True, K_HEAD_MAJOR)
+            HEAD_DIM, PAGE, BLOCK_N, True)
     else:
         m_i, l_i, acc, bad_pages = _decode_range(
             key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, False, K_HEAD_MAJOR)
+            HEAD_DIM, PAGE, BLOCK_N, False)
     bad = bad | (tl.max(bad_pages, 0) != 0)
     # An invalid table or length poisons the whole split (and so the combined rows): NaN, never garbage.
     l_i = tl.where(bad, float("nan"), l_i)
