@@ -6,8 +6,8 @@ variant's before its time counts. Used to decide what goes into the manifest and
 
 A variant is name=KEY=int,...: BLOCK_N, stages, warps, splits (0: the library's automatic choice, as
 src/paged/paged.cpp plans it), target (with splits=0: split every case into target // programs, e.g. 396 for
-three programs per SM, instead), maxnreg (0: none). Effective read: bytes of
-K and V the call must read / time (bench_decode.py's measure).
+three programs per SM, instead), maxnreg (0: none), and the kernel's switches by name (JOINT_REDUCE=1).
+Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 
 import argparse
@@ -87,6 +87,8 @@ def launcher(case, inp, v):
     part_ml = torch.empty((programs * v["ROWS"], 2), device="cuda", dtype=torch.float32)
     kpages = inp["k"]
     extra = {"maxnreg": v["maxnreg"]} if v["maxnreg"] else {}
+    # The kernel's own switches (upper-case names other than the tile's), e.g. JOINT_REDUCE=1.
+    switches = {k: bool(x) for k, x in v.items() if k.isupper() and k not in ("BLOCK_N", "ROWS")}
 
     def call():
         paged_decode_kernel[(programs,)](
@@ -94,7 +96,8 @@ def launcher(case, inp, v):
             HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, kpages.shape[0], inp["table"].shape[1], pages_per_split,
             splits, chunks, q.stride(0), q.stride(1), q.stride(2), out.stride(0), out.stride(1), out.stride(2),
             0, 1, window, 0.0,
-            HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], num_warps=v["warps"], num_stages=v["stages"], **extra)
+            HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], **switches,
+            num_warps=v["warps"], num_stages=v["stages"], **extra)
         if splits > 1:
             paged_combine_kernel[(batch * heads_kv * chunks,)](
                 part_o, part_ml, out, q_len, heads_q, heads_kv, splits, chunks,

@@ -12,6 +12,9 @@
 #   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
+#   decodesweep bench/sweep_decode.py: the decode kernel's switches through the JIT on bench_decode's cases
+#              (DECODE_VARIANTS overrides the list; the default: the library's settings against JOINT_REDUCE),
+#              under a minute; needs no build
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
 #   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
@@ -68,6 +71,14 @@ if step sweep; then
   timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims "${SWEEP_HEAD_DIMS:-64,128,256}" --csv "$OUT/sweep.csv" \
     > "$OUT/sweep.txt" 2>&1 || status=1
   tail -50 "$OUT/sweep.txt"
+fi
+if step decodesweep; then
+  variants=${DECODE_VARIANTS:-"lib=BLOCK_N=128 joint=BLOCK_N=128,JOINT_REDUCE=1"}
+  args=()
+  for v in $variants; do args+=(--variant "$v"); done
+  timeout 300 python3 bench/sweep_decode.py "${args[@]}" --cases b32_s32k,b8_s128k,b128_s4k,b1_s128k,b32_s32k_page16 \
+    --csv "$OUT/sweep_decode.csv" > "$OUT/sweep_decode.txt" 2>&1 || status=1
+  cat "$OUT/sweep_decode.txt"
 fi
 if step candidates; then
   build/tools/profiler/fp8attn_profiler --list --kernels="128x128x128_w4_s3*gluon" > /dev/null 2>&1 ||

@@ -84,12 +84,17 @@ def _two_e4m3_terms(x):
 
 
 @triton.jit
+def _max_of_pairs(a0, b0, a1, b1):
+    return tl.maximum(a0, a1), tl.maximum(b0, b1)
+
+
+@triton.jit
 def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
                   bad_pages,
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
                   HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-                  SOFTCAP: tl.constexpr):
+                  SOFTCAP: tl.constexpr, JOINT_REDUCE: tl.constexpr):
     """One iteration: BLOCK_N keys from NP pages of SUB tokens (several whole small pages, or a part of one large
     page; every iteration starts on a multiple of BLOCK_N: the host rounds a split's pages to whole iterations).
     Transposed products, so that the keys are the MMA's M dimension (64 per warpgroup) and the few query rows its
@@ -145,20 +150,37 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
     if MASKED:
         visible = visible & (key < key_hi)[:, None]
     st = tl.where(visible, st, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(st, 0))
-    alpha = tl.math.exp2(m_i - m_new)
-    prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
-    l_i = l_i * alpha + tl.sum(prob, 0)
     # P^T times each key's v descale relative to the largest among the keys some row sees (a key no row sees,
     # e.g. before a window inside the block, must not coarsen the others), times 448, as two e4m3 terms. The
     # ratio is taken first: 448 / vd_max overflows for descales below ~1e-36.
-    seen = (key >= low_min) & (key < limit_max)
-    if MASKED:
-        seen = seen & (key < key_hi)
-    vd_max = tl.max(tl.where(seen, vd, 0.0), 0)
-    vd_max = tl.where(vd_max > 0, vd_max, 1.0)
-    p_hi, p_lo = _two_e4m3_terms(prob * ((vd / vd_max) * _E4M3_MAX)[:, None])
-    acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)
+    if JOINT_REDUCE:
+        seen = (key >= low_min) & (key < limit_max)
+        if MASKED:
+            seen = seen & (key < key_hi)
+        # The keys are the MMA's M dimension and span the four warps: every reduction over them goes through
+        # shared memory between two barriers. The scores' maximum and the v descales' maximum in one reduction;
+        # vd_max comes out once per column (the same value in each).
+        m_tile, vd_max = tl.reduce((st, tl.broadcast_to(tl.where(seen, vd, 0.0)[:, None], st.shape)), 0,
+                                   _max_of_pairs)
+        vd_max = tl.where(vd_max > 0, vd_max, 1.0)
+        m_new = tl.maximum(m_i, m_tile)
+        alpha = tl.math.exp2(m_i - m_new)
+        prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
+        l_i = l_i * alpha + tl.sum(prob, 0)
+        p_hi, p_lo = _two_e4m3_terms(prob * ((vd[:, None] / vd_max[None, :]) * _E4M3_MAX))
+        acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)[None, :]
+    else:
+        m_new = tl.maximum(m_i, tl.max(st, 0))
+        alpha = tl.math.exp2(m_i - m_new)
+        prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
+        l_i = l_i * alpha + tl.sum(prob, 0)
+        seen = (key >= low_min) & (key < limit_max)
+        if MASKED:
+            seen = seen & (key < key_hi)
+        vd_max = tl.max(tl.where(seen, vd, 0.0), 0)
+        vd_max = tl.where(vd_max > 0, vd_max, 1.0)
+        p_hi, p_lo = _two_e4m3_terms(prob * ((vd / vd_max) * _E4M3_MAX)[:, None])
+        acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)
     return m_new, l_i, acc, bad_pages
 
 
@@ -167,7 +189,8 @@ def _decode_range(key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, 
                   bad_pages,
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
-                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr):
+                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr,
+                  JOINT_REDUCE: tl.constexpr):
     """The split's keys [key_lo, key_hi): whole blocks unmasked (pipelined), then the block past the end masked."""
     full_end = key_lo + tl.maximum(key_hi - key_lo, 0) // BLOCK_N * BLOCK_N
     for start in tl.range(key_lo, full_end, BLOCK_N):
@@ -175,13 +198,13 @@ def _decode_range(key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, 
             start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP)
+            HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP, JOINT_REDUCE)
     if full_end < key_hi:
         m_i, l_i, acc, bad_pages = _decode_block(
             full_end, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP)
+            HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP, JOINT_REDUCE)
     return m_i, l_i, acc, bad_pages
 
 
@@ -192,6 +215,7 @@ def paged_decode_kernel(
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
     descale_stride_page, descale_stride_head, window_left, softcap,
     HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+    JOINT_REDUCE: tl.constexpr = False,
 ):
     """Program (b, kv head, chunk of ROWS rows, split). Row r is query token r // group of query head
     kv_head * group + r % group; rows >= q_len * group are padding (never stored). A sequence whose length
@@ -264,13 +288,13 @@ def paged_decode_kernel(
             key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, True)
+            HEAD_DIM, PAGE, BLOCK_N, True, JOINT_REDUCE)
     else:
         m_i, l_i, acc, bad_pages = _decode_range(
             key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, False)
+            HEAD_DIM, PAGE, BLOCK_N, False, JOINT_REDUCE)
     bad = bad | (tl.max(bad_pages, 0) != 0)
     # An invalid table or length poisons the whole split (and so the combined rows): NaN, never garbage.
     l_i = tl.where(bad, float("nan"), l_i)

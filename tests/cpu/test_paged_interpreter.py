@@ -83,6 +83,10 @@ def reference(q, cache, scale, window_left=-1, softcap=0.0):
     return out
 
 
+# Kernel switches every run_decode call passes (set by DecodeJointReduce for its tests).
+SWITCHES = {}
+
+
 def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64, window_left=-1, softcap=0.0):
     """As PagedDecode plans it: pages_per_split from the keys a row can see (the host's max_seqlen, default the
     longest sequence, or with a window window_left + q_len + block_n - 1 of them), rounded up to whole iterations
@@ -113,7 +117,7 @@ def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64, w
            stride_qb=qs[0], stride_qs=qs[1], stride_qh=qs[2], stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2],
            descale_stride_page=cache.descale_stride_page, descale_stride_head=1, window_left=window_left,
            softcap=softcap, PAGE=cache.page, BLOCK_N=block_n,
-           **common)
+           **common, **SWITCHES)
     if num_splits > 1:
         launch(pk.paged_combine_kernel, batch * cache.heads_kv * row_chunks, PartialO=HostTensor(partial_o, "float32"),
                PartialML=HostTensor(partial_ml, "float32"), O=HostTensor(o, "bfloat16"), num_splits=num_splits,
@@ -261,6 +265,17 @@ class Decode(unittest.TestCase):
         err = np.linalg.norm(got - want) / np.linalg.norm(want)
         self.assertGreater(err, 5e-3, "another sequence's page must show")
 
+
+
+class DecodeJointReduce(Decode):
+    """Every decode check again with JOINT_REDUCE (the scores' and the v descales' maxima in one reduction; a
+    switch bench/sweep_decode.py times, off in the library)."""
+
+    def setUp(self):
+        SWITCHES["JOINT_REDUCE"] = True
+
+    def tearDown(self):
+        SWITCHES.clear()
 
 class Append(unittest.TestCase):
     def test_bytes_and_untouched_slots(self):
