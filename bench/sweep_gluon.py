@@ -31,7 +31,7 @@ E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
 
 SWITCH_DEFAULTS = {"NUM_STAGES": 2, "KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0,
-                   "THREAD_RELEASE": 0}
+                   "THREAD_RELEASE": 0, "PV_PIPELINED": 0}
 
 
 def load_variant(spec):

@@ -8,7 +8,7 @@
 #              and build/bench/fp8attn_bench_host_overhead (C++), under a minute
 #   sweep      bench/sweep_gluon.py: the Gluon kernel's switches side by side on the suite's D=64, 128 and 256
 #              points (SWEEP_VARIANTS overrides the list; the default: the library's settings against
-#              THREAD_RELEASE), about a minute; needs no build
+#              THREAD_RELEASE, PV_PIPELINED (D=256 only) and both), a few minutes; needs no build
 #   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
@@ -65,7 +65,8 @@ if step bench; then
 fi
 if step sweep; then
   K=kernels/fmha_fwd/fmha_fwd_gluon.py
-  variants=${SWEEP_VARIANTS:-"lib=$K:KEY_PERMUTED=1 tr=$K:KEY_PERMUTED=1,THREAD_RELEASE=1"}
+  variants=${SWEEP_VARIANTS:-"lib=$K:KEY_PERMUTED=1 tr=$K:KEY_PERMUTED=1,THREAD_RELEASE=1
+    pp=$K:KEY_PERMUTED=1,PV_PIPELINED=1 both=$K:KEY_PERMUTED=1,THREAD_RELEASE=1,PV_PIPELINED=1"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims "${SWEEP_HEAD_DIMS:-64,128,256}" --csv "$OUT/sweep.csv" \

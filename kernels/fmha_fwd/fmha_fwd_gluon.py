@@ -231,6 +231,46 @@ def _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
 
 
 @gluon.jit
+def _pv_part(p8, vt, c: gl.constexpr, PV_N: gl.constexpr, layout: gl.constexpr):
+    """Column part c of P.V (V^T rows c * PV_N ...), issued into a fresh accumulator."""
+    return warpgroup_mma(p8, vt.slice(c * PV_N, PV_N, dim=0).permute((1, 0)),
+                         gl.zeros([WG_M, PV_N], gl.float32, layout), use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _pv_fold_part(a, q, r):
+    """Part q folded into its accumulator once the part before it is the only one left in flight."""
+    return a * r + warpgroup_mma_wait(num_outstanding=1, deps=(q, ))
+
+
+@gluon.jit
+def _pv_parts_pipelined(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                        PV_N: gl.constexpr, layout: gl.constexpr):
+    """PV_PIPELINED: P.V at HEAD_DIM = 8 PV_N (PV_N = 32) in eight column parts, two in flight: part c + 1 is
+    issued before part c is waited for and folded, so each part's MMA latency runs under the previous part's fold
+    (_pv_parts waits for each of its four parts in turn). Two [64, 32] products in flight take the 32 registers one
+    [64, 64] part takes there. Returns (acc with parts 0-6 folded, part 7's product in flight)."""
+    vt = v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N])
+    r = rescale[:, None]
+    q0 = _pv_part(p8, vt, 0, PV_N, layout)
+    q1 = _pv_part(p8, vt, 1, PV_N, layout)
+    a0 = _pv_fold_part(acc[0], q0, r)
+    q2 = _pv_part(p8, vt, 2, PV_N, layout)
+    a1 = _pv_fold_part(acc[1], q1, r)
+    q3 = _pv_part(p8, vt, 3, PV_N, layout)
+    a2 = _pv_fold_part(acc[2], q2, r)
+    q4 = _pv_part(p8, vt, 4, PV_N, layout)
+    a3 = _pv_fold_part(acc[3], q3, r)
+    q5 = _pv_part(p8, vt, 5, PV_N, layout)
+    a4 = _pv_fold_part(acc[4], q4, r)
+    q6 = _pv_part(p8, vt, 6, PV_N, layout)
+    a5 = _pv_fold_part(acc[5], q5, r)
+    q7 = _pv_part(p8, vt, 7, PV_N, layout)
+    a6 = _pv_fold_part(acc[6], q6, r)
+    return (a0, a1, a2, a3, a4, a5, a6, acc[7]), q7
+
+
+@gluon.jit
 def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, PV_N: gl.constexpr,
               V_NATURAL: gl.constexpr, layout: gl.constexpr):
     """Issues one KV tile's P.V; returns (acc, the product in flight), for _pv_fold once it is done.
@@ -238,7 +278,9 @@ def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
     BF16: into acc * rescale itself (one level: 16-bit products accumulate in float32 exactly enough; the two
     levels are for FP8's limited accumulator), no fresh product beside O, 64 registers fewer; at D=256 too, in one
     [64, 256] product (wgmma's widest N)."""
-    if HEAD_DIM > 128 and not V_NATURAL:
+    if HEAD_DIM > 128 and not V_NATURAL and HEAD_DIM == 8 * PV_N:
+        acc, pv = _pv_parts_pipelined(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, layout)
+    elif HEAD_DIM > 128 and not V_NATURAL:
         acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, layout)
     elif V_NATURAL:
         pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), acc * rescale[:, None],
@@ -250,9 +292,11 @@ def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
 
 
 @gluon.jit
-def _pv_fold(acc, pv, rescale, HEAD_DIM: gl.constexpr, V_NATURAL: gl.constexpr):
+def _pv_fold(acc, pv, rescale, HEAD_DIM: gl.constexpr, V_NATURAL: gl.constexpr, PV_N: gl.constexpr):
     """The accumulator after _pv_issue's product `pv` has completed."""
-    if HEAD_DIM > 128 and not V_NATURAL:
+    if HEAD_DIM > 128 and not V_NATURAL and HEAD_DIM == 8 * PV_N:
+        out = (acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7] * rescale[:, None] + pv)
+    elif HEAD_DIM > 128 and not V_NATURAL:
         out = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
     elif V_NATURAL:
         out = pv
@@ -353,7 +397,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
-              THREAD_RELEASE: gl.constexpr):
+              THREAD_RELEASE: gl.constexpr, PV_PIPELINED: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
@@ -364,11 +408,13 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     # FP8 at D=256: O in four column parts (PARTS, _pv_parts); BF16 keeps one [64, 256] accumulator (one-level
     # accumulation needs no fresh product beside it).
     PARTS: gl.constexpr = HEAD_DIM > 128 and not V_NATURAL
-    PV_N: gl.constexpr = 64 if PARTS else HEAD_DIM
+    # PV_PIPELINED: eight [64, 32] parts, two in flight (_pv_parts_pipelined), instead of four [64, 64] ones.
+    PV_N: gl.constexpr = (32 if PV_PIPELINED else 64) if PARTS else HEAD_DIM
+    NUM_PARTS: gl.constexpr = HEAD_DIM // PV_N
     # BF16 at D=256: both warpgroups share one O buffer (shared memory), taking turns (o_free).
     O_SHARED: gl.constexpr = HEAD_DIM > 128 and V_NATURAL
-    gl.static_assert(not PARTS or (HEAD_DIM == 4 * PV_N and not SUM_ON_TC),
-                     "D=256: FP8, four parts, no SUM_ON_TC")
+    gl.static_assert(not PARTS or ((NUM_PARTS == 4 or NUM_PARTS == 8) and not SUM_ON_TC),
+                     "D=256: FP8, four or eight parts, no SUM_ON_TC")
     gl.static_assert(not V_NATURAL or not (KEY_PERMUTED or SUM_ON_TC or QK_INT8), "BF16: plain V, no switches")
     MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -414,7 +460,12 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         m_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)
         f_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)  # frame of acc and l: 2^f_i scales them
         l_i = gl.zeros([WG_M], gl.float32, row_layout)
-        if PARTS:
+        if PARTS and NUM_PARTS == 8:
+            acc = (gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
+                   gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
+                   gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
+                   gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout))
+        elif PARTS:
             acc = (gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
                    gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout))
         else:
@@ -443,7 +494,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                 acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout)
                 if PARTS:  # FP8 D=256: part 3 folded before the next S (fewer spills; _pv_parts)
                     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
-                    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
+                    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
                 if SUM_ON_TC:
                     ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
                                        use_acc=False, is_async=True)
@@ -457,7 +508,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                     pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
                 _release(v_empty.index(s), THREAD_RELEASE)
                 if not PARTS:
-                    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
+                    acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
             qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
@@ -481,7 +532,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             else:
                 pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
             _release(v_empty.index(last % NUM_STAGES), THREAD_RELEASE)
-            acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL)
+            acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
         else:
             mbarrier.arrive(q_empty, count=1)
         it += n_tiles
@@ -503,7 +554,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             # The previous tile's store must have read o_smem before it is overwritten.
             tma.store_wait(pendings=0)
         if PARTS:
-            for c in gl.static_range(4):
+            for c in gl.static_range(NUM_PARTS):
                 o_tile.slice(c * PV_N, PV_N, dim=1).store((acc[c] * inv_l[:, None]).to(o_desc.dtype))
         else:
             o_tile.store((acc * inv_l[:, None]).to(o_desc.dtype))
@@ -532,7 +583,7 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
                BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
-               V_NATURAL: gl.constexpr, THREAD_RELEASE: gl.constexpr):
+               V_NATURAL: gl.constexpr, THREAD_RELEASE: gl.constexpr, PV_PIPELINED: gl.constexpr):
     _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
@@ -540,7 +591,7 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, window_left, window_right, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE)
+              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE, PV_PIPELINED)
 
 
 @gluon.jit
@@ -558,7 +609,7 @@ def fmha_fwd_gluon_kernel(
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
-    THREAD_RELEASE: gl.constexpr = False,
+    THREAD_RELEASE: gl.constexpr = False, PV_PIPELINED: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -615,7 +666,7 @@ def fmha_fwd_gluon_kernel(
                      q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                     BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE)),
+                     BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE, PV_PIPELINED)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, o_free,
                       k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                       v_ready,
@@ -624,7 +675,7 @@ def fmha_fwd_gluon_kernel(
                       q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                       seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                       HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                      BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE)),
+                      BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE, PV_PIPELINED)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, HEAD_DIM,
                      BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL)),
