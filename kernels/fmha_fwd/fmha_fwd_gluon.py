@@ -238,12 +238,6 @@ def _pv_part(p8, vt, c: gl.constexpr, PV_N: gl.constexpr, layout: gl.constexpr):
 
 
 @gluon.jit
-def _pv_fold_part(a, q, r):
-    """Part q folded into its accumulator once the part before it is the only one left in flight."""
-    return a * r + warpgroup_mma_wait(num_outstanding=1, deps=(q, ))
-
-
-@gluon.jit
 def _pv_parts_pipelined(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
                         PV_N: gl.constexpr, layout: gl.constexpr):
     """PV_PIPELINED: P.V at HEAD_DIM = 8 PV_N (PV_N = 32) in eight column parts, two in flight: part c + 1 is
@@ -252,22 +246,13 @@ def _pv_parts_pipelined(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD
     [64, 64] part takes there. Returns (acc with parts 0-6 folded, part 7's product in flight)."""
     vt = v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N])
     r = rescale[:, None]
-    q0 = _pv_part(p8, vt, 0, PV_N, layout)
-    q1 = _pv_part(p8, vt, 1, PV_N, layout)
-    a0 = _pv_fold_part(acc[0], q0, r)
-    q2 = _pv_part(p8, vt, 2, PV_N, layout)
-    a1 = _pv_fold_part(acc[1], q1, r)
-    q3 = _pv_part(p8, vt, 3, PV_N, layout)
-    a2 = _pv_fold_part(acc[2], q2, r)
-    q4 = _pv_part(p8, vt, 4, PV_N, layout)
-    a3 = _pv_fold_part(acc[3], q3, r)
-    q5 = _pv_part(p8, vt, 5, PV_N, layout)
-    a4 = _pv_fold_part(acc[4], q4, r)
-    q6 = _pv_part(p8, vt, 6, PV_N, layout)
-    a5 = _pv_fold_part(acc[5], q5, r)
-    q7 = _pv_part(p8, vt, 7, PV_N, layout)
-    a6 = _pv_fold_part(acc[6], q6, r)
-    return (a0, a1, a2, a3, a4, a5, a6, acc[7]), q7
+    q = _pv_part(p8, vt, 0, PV_N, layout)
+    out = ()
+    for c in gl.static_range(1, HEAD_DIM // PV_N):
+        q_next = _pv_part(p8, vt, c, PV_N, layout)
+        out = out + (acc[c - 1] * r + warpgroup_mma_wait(num_outstanding=1, deps=(q, )), )
+        q = q_next
+    return out + (acc[HEAD_DIM // PV_N - 1], ), q
 
 
 @gluon.jit
@@ -294,10 +279,11 @@ def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
 @gluon.jit
 def _pv_fold(acc, pv, rescale, HEAD_DIM: gl.constexpr, V_NATURAL: gl.constexpr, PV_N: gl.constexpr):
     """The accumulator after _pv_issue's product `pv` has completed."""
-    if HEAD_DIM > 128 and not V_NATURAL and HEAD_DIM == 8 * PV_N:
-        out = (acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7] * rescale[:, None] + pv)
-    elif HEAD_DIM > 128 and not V_NATURAL:
-        out = (acc[0], acc[1], acc[2], acc[3] * rescale[:, None] + pv)
+    if HEAD_DIM > 128 and not V_NATURAL:  # column parts: the last one is in flight
+        out = ()
+        for c in gl.static_range(HEAD_DIM // PV_N - 1):
+            out = out + (acc[c], )
+        out = out + (acc[HEAD_DIM // PV_N - 1] * rescale[:, None] + pv, )
     elif V_NATURAL:
         out = pv
     else:
@@ -460,14 +446,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         m_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)
         f_i = gl.full([WG_M], NEG_BIG, gl.float32, row_layout)  # frame of acc and l: 2^f_i scales them
         l_i = gl.zeros([WG_M], gl.float32, row_layout)
-        if PARTS and NUM_PARTS == 8:
-            acc = (gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
-                   gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
-                   gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
-                   gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout))
-        elif PARTS:
-            acc = (gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout),
-                   gl.zeros([WG_M, PV_N], gl.float32, o_layout), gl.zeros([WG_M, PV_N], gl.float32, o_layout))
+        if PARTS:
+            acc = ()
+            for c in gl.static_range(NUM_PARTS):
+                acc = acc + (gl.zeros([WG_M, PV_N], gl.float32, o_layout), )
         else:
             acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
 
