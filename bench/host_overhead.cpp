@@ -1,6 +1,8 @@
 // fp8attn_bench_host_overhead: host time per call of the C++ API on a tiny problem (B=1, H=1, S=128, D=128,
-// non-causal, no LSE), where the GPU's work is negligible and the host's share is what a decode step pays.
-// Target: <= 5 us per FmhaFwd::initialize + run. A benchmark, never a test: it prints what it measured.
+// non-causal, no LSE), where the GPU's work is negligible and the host's share is what a decode step pays, and of
+// a paged decode step (one sequence of 1000 cached tokens, GQA 32/8, D=128, pages of 64: split-KV, two launches).
+// Targets: <= 5 us per FmhaFwd::initialize + run, <= 10 us per PagedDecode::run. A benchmark, never a test: it
+// prints what it measured.
 //
 //   build/bench/fp8attn_bench_host_overhead [--calls=20000] [--burst=100] [--warmup=2000] [--csv=FILE]
 //
@@ -10,8 +12,8 @@
 //   run              run() of a handle initialized once (the launch path alone)
 //   initialize       initialize() alone (validation, selection, parameter packing)
 //   can_implement    FmhaFwd::can_implement alone
-// and the floor of any launch, an empty kernel through cudaLaunchKernel and through cuLaunchKernelEx (the
-// driver call the library launches with).
+// the same four for PagedDecode (config "decode"), and the floor of any launch, an empty kernel through
+// cudaLaunchKernel and through cuLaunchKernelEx (the driver call the library launches with).
 //
 // Each call is timed alone with steady_clock; calls come in bursts of --burst followed by an untimed stream
 // synchronize, so the launch queue never fills and the GPU's time never shows in a host time. Reported: the
@@ -32,6 +34,7 @@
 
 #include "empty_kernel.h"
 #include "fp8attn/fmha/device/fmha_fwd.h"
+#include "fp8attn/paged/device/paged.h"
 
 namespace {
 
@@ -166,6 +169,61 @@ struct Problem {
   }
 };
 
+// A decode step's inputs: one sequence of 1000 tokens in a cache of 16 pages of 64 (GQA 32/8, D=128), zero bytes,
+// descales 1.0 per kv head, the block table 0..15; one new query token.
+struct DecodeProblem {
+  std::vector<void*> allocations;
+  fp8attn::paged::PagedDecodeArguments args;
+  void* workspace = nullptr;
+
+  void* alloc(size_t bytes) {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    check(cudaMemset(p, 0, bytes), "cudaMemset");
+    allocations.push_back(p);
+    return p;
+  }
+
+  void build() {
+    int const pages = 16, page = 64, heads_kv = 8, heads_q = 32, d = 128, tokens = 1000;
+    fp8attn::paged::PagedCache& c = args.cache;
+    c.num_pages = pages;
+    c.page_size = page;
+    c.heads_kv = heads_kv;
+    c.head_dim = d;
+    c.max_pages = pages;
+    c.k_pages = alloc(size_t(pages) * page * heads_kv * d);
+    c.v_pages = alloc(size_t(pages) * page * heads_kv * d);
+    std::vector<float> const ones(heads_kv, 1.0f);
+    auto* descale = static_cast<float*>(alloc(sizeof(float) * heads_kv));
+    check(cudaMemcpy(descale, ones.data(), sizeof(float) * heads_kv, cudaMemcpyHostToDevice), "cudaMemcpy(descale)");
+    c.k_descale = c.v_descale = descale;
+    c.descale_stride_page = 0;
+    c.descale_stride_head = 1;
+    std::vector<int32_t> table(pages);
+    for (int i = 0; i < pages; ++i) table[i] = i;
+    auto* block_table = static_cast<int32_t*>(alloc(sizeof(int32_t) * pages));
+    check(cudaMemcpy(block_table, table.data(), sizeof(int32_t) * pages, cudaMemcpyHostToDevice), "cudaMemcpy(table)");
+    c.block_table = block_table;
+    auto* seqlens = static_cast<int32_t*>(alloc(sizeof(int32_t)));
+    check(cudaMemcpy(seqlens, &tokens, sizeof tokens, cudaMemcpyHostToDevice), "cudaMemcpy(seqlens)");
+    c.seqlens = seqlens;
+    args.batch = 1;
+    args.q_len = 1;
+    args.heads_q = heads_q;
+    args.max_seqlen = pages * page;
+    args.q = TensorRef::packed(alloc(size_t(heads_q) * d * 2), fp8attn::Layout::kBSHD, 1, heads_q, d);
+    args.o = TensorRef::packed(alloc(size_t(heads_q) * d * 2), fp8attn::Layout::kBSHD, 1, heads_q, d);
+    check(fp8attn::paged::device::PagedDecode::can_implement(args), "decode");
+    size_t const ws = fp8attn::paged::device::PagedDecode::get_workspace_size(args);
+    workspace = ws ? alloc(ws) : nullptr;
+  }
+
+  ~DecodeProblem() {
+    for (void* p : allocations) cudaFree(p);
+  }
+};
+
 struct Row {
   std::string config, call, kernel;
   Stats stats;
@@ -222,6 +280,27 @@ int main(int argc, char** argv) {
     add("can_implement", [&] { return FmhaFwd::can_implement(p.args).ok(); });
   }
 
+  {
+    using fp8attn::paged::device::PagedDecode;
+    DecodeProblem p;
+    p.build();
+    PagedDecode op;
+    check(op.initialize(p.args, p.workspace, handle), "decode initialize");
+    std::string const kernel = op.kernel_name() + std::string(" x ") +
+                               std::to_string(PagedDecode::splits_of(p.args)) + " splits";
+    auto add = [&](char const* call, std::function<bool()> const& fn) {
+      rows.push_back({"decode", call, kernel, measure(fn, stream, o, call)});
+      print_row(rows.back());
+    };
+    add("initialize+run", [&] {
+      PagedDecode fresh;
+      return fresh.initialize(p.args, p.workspace, handle).ok() && fresh.run(handle).ok();
+    });
+    add("run", [&] { return op.run(handle).ok(); });
+    add("initialize", [&] { return op.initialize(p.args, p.workspace, handle).ok(); });
+    add("can_implement", [&] { return PagedDecode::can_implement(p.args).ok(); });
+  }
+
   CUfunction empty = nullptr;
   check(empty_kernel_function(&empty), "cudaGetFuncBySymbol");
   auto add_floor = [&](char const* call, std::function<bool()> const& fn) {
@@ -238,7 +317,8 @@ int main(int argc, char** argv) {
     return cuLaunchKernelEx(&config, empty, nullptr, nullptr) == CUDA_SUCCESS;
   });
 
-  std::printf("# target: initialize+run <= 5 us per call; e4m3 runs two kernels (V transpose, attention) per call\n");
+  std::printf("# target: initialize+run <= 5 us per call; e4m3 runs two kernels (V transpose, attention) per call;\n"
+              "# decode: run <= 10 us per call (split-KV: the decode and the combine kernel)\n");
   if (!o.csv.empty()) {
     FILE* f = std::fopen(o.csv.c_str(), "w");
     if (!f) die("cannot write " + o.csv);
