@@ -1,6 +1,6 @@
 """Variant sweep of the paged decode kernel through the JIT (device only): tile, pipeline depth, warps, split count
 and register cap side by side on bench_decode.py's cases, each variant's output checked against the first
-variant's before its time counts. Used to decide what goes into the manifest and the page layout.
+variant's before its time counts. Used to decide what goes into the manifest and the kernel.
 
     python3 bench/sweep_decode.py --variant n128s5=BLOCK_N=128,stages=5 --variant s7=BLOCK_N=128,stages=7
 
@@ -27,9 +27,11 @@ from bench_decode import CASES, HEAD_DIM  # noqa: E402  (one definition of the c
 from paged.paged_decode_triton import paged_combine_kernel  # noqa: E402
 from paged.paged_decode_triton import paged_decode_kernel as _library_kernel  # noqa: E402
 
-# Integer arguments equal to 1 (q_len, num_splits, a stride) are not specialized to constants, as in the library's
-# build (the kernel calls .to() on them). Pointers keep their 16-byte alignment specialization: without it every
-# cache load is 4 bytes wide (a first sweep read 0.96 TB/s that way).
+# Integer arguments equal to 1 (q_len, num_splits, a stride) are not specialized to constants (the kernel calls
+# .to() on them; the library's build never specializes them). Pointers keep the JIT's 16-byte alignment
+# specialization, which the library's build declares for the q, o, page and partial buffers: without it every
+# cache load is 4 bytes wide (a first sweep read 0.96 TB/s that way). The JIT also sees i32 strides where the
+# library passes i64 ones.
 _INTS = ("q_len", "heads_q", "heads_kv", "num_pages", "max_pages", "pages_per_split", "num_splits", "row_chunks",
          "stride_qb", "stride_qs", "stride_qh", "stride_ob", "stride_os", "stride_oh", "descale_stride_page",
          "descale_stride_head", "window_left")
@@ -57,8 +59,12 @@ def make_inputs(case):
     name, batch, context, heads_q, heads_kv, q_len, page = case[:7]
     gen = torch.Generator(device="cuda").manual_seed(0)
     num_pages = batch * (context // page)
-    k = torch.randint(0, 0x7E, (num_pages, page, heads_kv, HEAD_DIM), generator=gen, device="cuda", dtype=torch.uint8)
-    vt = torch.randint(0, 0x7E, (num_pages, heads_kv, HEAD_DIM, page), generator=gen, device="cuda", dtype=torch.uint8)
+    def e4m3_bytes(shape):  # any sign, magnitudes below the NaN code 0x7F
+        magnitude = torch.randint(0, 0x7E, shape, generator=gen, device="cuda", dtype=torch.uint8)
+        return magnitude | (torch.randint(0, 2, shape, generator=gen, device="cuda", dtype=torch.uint8) << 7)
+
+    k = e4m3_bytes((num_pages, page, heads_kv, HEAD_DIM))
+    vt = e4m3_bytes((num_pages, heads_kv, HEAD_DIM, page))
     table = torch.randperm(num_pages, generator=gen, device="cuda").to(torch.int32).reshape(batch, -1)
     q = torch.randn((batch, q_len, heads_q, HEAD_DIM), generator=gen, device="cuda").to(torch.bfloat16)
     return {"k": k.view(torch.float8_e4m3fn), "vt": vt.view(torch.float8_e4m3fn), "table": table, "q": q,

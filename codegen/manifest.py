@@ -18,7 +18,8 @@ FP8 (e4m3 Q, K, V; P rounded per tile; two-level accumulation; bf16 out)
 BF16 (V read in the caller's layout)
   * D=64/128: the Gluon kernel (below); the Triton 128x128 w8 s2 instances for what it does not run (soft-capping,
     packed sequences) and D=64 full attention at long sequences (the tuning table).
-  * D=256: Triton 128x64 w8 s2 (shared memory).
+  * D=256: the Gluon kernel too (one O buffer the two consumer warpgroups share); Triton 128x64 w8 s2 for
+    soft-capping and packed sequences.
 
 The full set (FP8ATTN_ALL_KERNELS=ON) adds the runners-up above, for the profiler and for tuning.
 
@@ -58,10 +59,15 @@ def gluon_block_n(head_dim):
     return 64 if head_dim == 256 else 128
 
 
-def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, block_n=None):
-    block_n = block_n or gluon_block_n(head_dim)
-    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, block_n, head_dim, 4, stages, causal,
-                      family="gluon", v_key_permuted=vkperm, block_descale=int8)
+def gluon_stages(head_dim):
+    """The Gluon FP8 instances' K/V ring depth in the default set per head dim (bench/sweep_gluon.py uses the
+    same): 3 stages at D=64 (+1-4% on the H200, 2026-12-01), 2 otherwise."""
+    return 3 if head_dim == 64 else 2
+
+
+def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False):
+    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, gluon_block_n(head_dim), head_dim, 4,
+                      stages, causal, family="gluon", v_key_permuted=vkperm, block_descale=int8)
 
 
 def _gluon_bf16(causal, head_dim):
@@ -86,7 +92,7 @@ def _default_instances():
     # S=8192 575 / 563, against 505 / - / 570 / 522 for the Triton D=64 instance.
     # 3 stages (H200, 2026-12-01, fp8attn_profiler --providers=instance, one run): S=2048 539 / 444 TFLOP/s full /
     # causal, S=8192 609 / 566, against 535 / 441 / 589 / 542 with 2 stages (extra set).
-    rows += [_gluon(causal, 3, head_dim=64) for causal in (False, True)]
+    rows += [_gluon(causal, gluon_stages(64), head_dim=64) for causal in (False, True)]
     # D=256 on the same kernel (O in four column parts, 64-key tiles). bench_vs_cudnn.py on the H200 (2026-12-01):
     # S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712 with V^T given; 761 / 567 / 831 / 702 with the V
     # transpose on every call (a second run), against 550 / 432 / 604 / 598 for the Triton D=256 instance (transpose

@@ -197,7 +197,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                  and not c.softcap)
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
-                         "-> bf16, 128x128x64, 128x128x128, 128x64x64/128 (e4m3) or 128x64x256, w4 (two consumer "
+                         "-> bf16, 128x128x64, 128x128x128 or 128x64x256, w4 (two consumer "
                          "warpgroups of 64 rows + a producer warp), 2 or 3 stages, FP8 V^T (optionally vkperm), no "
                          "ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]

@@ -632,7 +632,7 @@ def fmha_fwd_gluon_kernel(
     mbarrier.init(q_ready, count=1)
     mbarrier.init(q_empty, count=2)  # released by both consumer warpgroups
     # Arrivals that release a K or V slot: one per consumer warpgroup, or one per consumer thread (_release).
-    RELEASES: gl.constexpr = 2 * 4 * 32 if THREAD_RELEASE else 2
+    RELEASES: gl.constexpr = 2 * gl.num_warps() * 32 if THREAD_RELEASE else 2
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)

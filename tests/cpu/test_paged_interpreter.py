@@ -266,7 +266,6 @@ class Decode(unittest.TestCase):
         self.assertGreater(err, 5e-3, "another sequence's page must show")
 
 
-
 class DecodeJointReduce(Decode):
     """Every decode check again with JOINT_REDUCE (the scores' and the v descales' maxima in one reduction; a
     switch bench/sweep_decode.py times, off in the library)."""
@@ -276,6 +275,7 @@ class DecodeJointReduce(Decode):
 
     def tearDown(self):
         SWITCHES.clear()
+
 
 class Append(unittest.TestCase):
     def test_bytes_and_untouched_slots(self):
