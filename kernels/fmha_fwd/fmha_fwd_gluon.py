@@ -64,6 +64,15 @@ BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation),
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
 o_free mbarrier, released after a warpgroup's TMA store has read it.
 
+THREAD_RELEASE (a switch for bench/sweep_gluon.py, off in the library until measured): how a consumer
+warpgroup releases a K or V ring slot after its MMA has read it. Triton 3.6 lowers mbarrier.arrive to one
+thread's arrive and, since an arrive may signal other threads, fences all of shared memory around it: a warpgroup
+bar.sync before it and another before the next shared-memory operation (three per KV tile in the consumer loop).
+With the switch every thread of the warpgroup arrives for itself (cp.async.mbarrier.arrive.noinc: the arrival
+fires once the thread's earlier cp.async copies are done, and the consumers issue none), which the fence analysis
+does not treat as a signal: one bar.sync per tile remains. The choice is written out at each release (a helper
+function changed ptxas's schedule of four default instances through its debug scopes alone).
+
 SUM_ON_TC (a switch for bench/sweep_gluon.py, off in the library until measured): each tile's row sums of P come
 from the tensor cores (P times an [BLOCK_N, 8] operand whose first column is ones) instead of 64 FADDs per
 thread (inner loop 576 -> 522 SASS instructions per warp). They are then sums of the e4m3-rounded P, the
@@ -171,20 +180,6 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
                 tma.async_copy_global_to_shared(vt_desc, [b, h_kv, 0, start_n], v_ready.index(s), v_bufs.index(s))
             it += 1
         count += 1
-
-
-@gluon.jit
-def _release(bar, THREAD_RELEASE: gl.constexpr):
-    """A consumer warpgroup's release of a K or V ring slot after its MMA has read it. Triton 3.6 lowers
-    mbarrier.arrive to one thread's arrive and, since an arrive may signal other threads, fences all of shared
-    memory around it: a warpgroup bar.sync before it and another before the next shared-memory operation (three
-    per KV tile in the consumer loop). THREAD_RELEASE: every thread of the warpgroup arrives for itself
-    (cp.async.mbarrier.arrive.noinc: the arrival fires once the thread's earlier cp.async copies are done, and the
-    consumers issue none), which the fence analysis does not treat as a signal: one bar.sync per tile remains."""
-    if THREAD_RELEASE:
-        async_copy.mbarrier_arrive(bar, increment_count=False)
-    else:
-        mbarrier.arrive(bar, count=1)
 
 
 @gluon.jit
@@ -464,7 +459,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                 s = (it + j) % NUM_STAGES
                 nxt = (it + j + 1) % NUM_STAGES
                 qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
-                _release(k_empty.index(s), THREAD_RELEASE)
+                if THREAD_RELEASE:  # see THREAD_RELEASE above
+                    async_copy.mbarrier_arrive(k_empty.index(s), increment_count=False)
+                else:
+                    mbarrier.arrive(k_empty.index(s), count=1)
                 start_n = n_start + j * BLOCK_N
                 p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end,
                                                            full_end, offs_m, qk_scale, lo_off, hi_off,
@@ -488,13 +486,19 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                     l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
                 elif not PARTS:
                     pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
-                _release(v_empty.index(s), THREAD_RELEASE)
+                if THREAD_RELEASE:  # see THREAD_RELEASE above
+                    async_copy.mbarrier_arrive(v_empty.index(s), increment_count=False)
+                else:
+                    mbarrier.arrive(v_empty.index(s), count=1)
                 if not PARTS:
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
             qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
-            _release(k_empty.index(last % NUM_STAGES), THREAD_RELEASE)
+            if THREAD_RELEASE:  # see THREAD_RELEASE above
+                async_copy.mbarrier_arrive(k_empty.index(last % NUM_STAGES), increment_count=False)
+            else:
+                mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
             mbarrier.arrive(q_empty, count=1)
             start_n = n_start + (n_tiles - 1) * BLOCK_N
             p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
@@ -513,7 +517,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                 l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
             else:
                 pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
-            _release(v_empty.index(last % NUM_STAGES), THREAD_RELEASE)
+            if THREAD_RELEASE:  # see THREAD_RELEASE above
+                async_copy.mbarrier_arrive(v_empty.index(last % NUM_STAGES), increment_count=False)
+            else:
+                mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
             acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
         else:
             mbarrier.arrive(q_empty, count=1)
@@ -631,7 +638,7 @@ def fmha_fwd_gluon_kernel(
     v_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_ready, count=1)
     mbarrier.init(q_empty, count=2)  # released by both consumer warpgroups
-    # Arrivals that release a K or V slot: one per consumer warpgroup, or one per consumer thread (_release).
+    # Arrivals that release a K or V slot: one per consumer warpgroup, or one per consumer thread (THREAD_RELEASE).
     RELEASES: gl.constexpr = 2 * gl.num_warps() * 32 if THREAD_RELEASE else 2
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
