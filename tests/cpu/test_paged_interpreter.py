@@ -277,6 +277,17 @@ class DecodeJointReduce(Decode):
         SWITCHES.clear()
 
 
+class DecodeKeysOnN(Decode):
+    """Every decode check again with KEYS_ON_N (the query rows on the MMA's M dimension and the keys on N; a switch
+    bench/sweep_decode.py times, off in the library)."""
+
+    def setUp(self):
+        SWITCHES["KEYS_ON_N"] = True
+
+    def tearDown(self):
+        SWITCHES.clear()
+
+
 class Append(unittest.TestCase):
     def test_bytes_and_untouched_slots(self):
         rng = np.random.default_rng(5)
