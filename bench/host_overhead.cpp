@@ -122,14 +122,17 @@ Stats measure(std::function<bool()> const& call, cudaStream_t stream, Options co
   return s;
 }
 
-// Device buffers of one tiny problem, zero-filled (zero is a valid value in every input type).
-struct Problem {
-  char const* name;
-  DataType type;
-  bool v_seq_contiguous;  // e4m3 only: V given as V^T [B, H, D, S] (no transpose launch)
+// Device buffers a problem owns: zero-filled on allocation (zero is a valid value in every input type), or filled
+// from host data; freed with the problem.
+struct DeviceBuffers {
   std::vector<void*> allocations;
-  FmhaFwd::Arguments args;
-  void* workspace = nullptr;
+
+  DeviceBuffers() = default;
+  DeviceBuffers(DeviceBuffers const&) = delete;
+  DeviceBuffers& operator=(DeviceBuffers const&) = delete;
+  ~DeviceBuffers() {
+    for (void* p : allocations) cudaFree(p);
+  }
 
   void* alloc(size_t bytes) {
     void* p = nullptr;
@@ -138,6 +141,25 @@ struct Problem {
     allocations.push_back(p);
     return p;
   }
+
+  template <typename T>
+  T* upload(std::vector<T> const& host, char const* what) {
+    auto* p = static_cast<T*>(alloc(sizeof(T) * host.size()));
+    check(cudaMemcpy(p, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice), what);
+    return p;
+  }
+};
+
+// One tiny attention problem.
+struct Problem {
+  char const* name;
+  DataType type;
+  bool v_seq_contiguous;  // e4m3 only: V given as V^T [B, H, D, S] (no transpose launch)
+  DeviceBuffers buffers;
+  FmhaFwd::Arguments args;
+  void* workspace = nullptr;
+
+  void* alloc(size_t bytes) { return buffers.alloc(bytes); }
 
   void build() {
     int const b = 1, h = 1, s = 128, d = 128;
@@ -154,35 +176,21 @@ struct Problem {
     }
     args.o = TensorRef::packed(alloc(elems * 2), fp8attn::Layout::kBSHD, s, h, d);
     if (type == DataType::kE4M3) {
-      float const one = 1.0f;
-      auto* descale = static_cast<float*>(alloc(sizeof(float)));
-      check(cudaMemcpy(descale, &one, sizeof one, cudaMemcpyHostToDevice), "cudaMemcpy(descale)");
+      float const* descale = buffers.upload(std::vector<float>{1.0f}, "cudaMemcpy(descale)");
       args.q_descale = args.k_descale = args.v_descale = DescaleRef::per_tensor(descale);
     }
     check(FmhaFwd::can_implement(args), name);
     size_t const ws = FmhaFwd::get_workspace_size(args);
     workspace = ws ? alloc(ws) : nullptr;
   }
-
-  ~Problem() {
-    for (void* p : allocations) cudaFree(p);
-  }
 };
 
 // A decode step's inputs: one sequence of 1000 tokens in a cache of 16 pages of 64 (GQA 32/8, D=128), zero bytes,
 // descales 1.0 per kv head, the block table 0..15; one new query token.
 struct DecodeProblem {
-  std::vector<void*> allocations;
+  DeviceBuffers buffers;
   fp8attn::paged::PagedDecodeArguments args;
   void* workspace = nullptr;
-
-  void* alloc(size_t bytes) {
-    void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "cudaMalloc");
-    check(cudaMemset(p, 0, bytes), "cudaMemset");
-    allocations.push_back(p);
-    return p;
-  }
 
   void build() {
     int const pages = 16, page = 64, heads_kv = 8, heads_q = 32, d = 128, tokens = 1000;
@@ -192,35 +200,24 @@ struct DecodeProblem {
     c.heads_kv = heads_kv;
     c.head_dim = d;
     c.max_pages = pages;
-    c.k_pages = alloc(size_t(pages) * page * heads_kv * d);
-    c.v_pages = alloc(size_t(pages) * page * heads_kv * d);
-    std::vector<float> const ones(heads_kv, 1.0f);
-    auto* descale = static_cast<float*>(alloc(sizeof(float) * heads_kv));
-    check(cudaMemcpy(descale, ones.data(), sizeof(float) * heads_kv, cudaMemcpyHostToDevice), "cudaMemcpy(descale)");
-    c.k_descale = c.v_descale = descale;
+    c.k_pages = buffers.alloc(size_t(pages) * page * heads_kv * d);
+    c.v_pages = buffers.alloc(size_t(pages) * page * heads_kv * d);
+    c.k_descale = c.v_descale = buffers.upload(std::vector<float>(heads_kv, 1.0f), "cudaMemcpy(descale)");
     c.descale_stride_page = 0;
     c.descale_stride_head = 1;
     std::vector<int32_t> table(pages);
     for (int i = 0; i < pages; ++i) table[i] = i;
-    auto* block_table = static_cast<int32_t*>(alloc(sizeof(int32_t) * pages));
-    check(cudaMemcpy(block_table, table.data(), sizeof(int32_t) * pages, cudaMemcpyHostToDevice), "cudaMemcpy(table)");
-    c.block_table = block_table;
-    auto* seqlens = static_cast<int32_t*>(alloc(sizeof(int32_t)));
-    check(cudaMemcpy(seqlens, &tokens, sizeof tokens, cudaMemcpyHostToDevice), "cudaMemcpy(seqlens)");
-    c.seqlens = seqlens;
+    c.block_table = buffers.upload(table, "cudaMemcpy(table)");
+    c.seqlens = buffers.upload(std::vector<int32_t>{tokens}, "cudaMemcpy(seqlens)");
     args.batch = 1;
     args.q_len = 1;
     args.heads_q = heads_q;
     args.max_seqlen = pages * page;
-    args.q = TensorRef::packed(alloc(size_t(heads_q) * d * 2), fp8attn::Layout::kBSHD, 1, heads_q, d);
-    args.o = TensorRef::packed(alloc(size_t(heads_q) * d * 2), fp8attn::Layout::kBSHD, 1, heads_q, d);
+    args.q = TensorRef::packed(buffers.alloc(size_t(heads_q) * d * 2), fp8attn::Layout::kBSHD, 1, heads_q, d);
+    args.o = TensorRef::packed(buffers.alloc(size_t(heads_q) * d * 2), fp8attn::Layout::kBSHD, 1, heads_q, d);
     check(fp8attn::paged::device::PagedDecode::can_implement(args), "decode");
     size_t const ws = fp8attn::paged::device::PagedDecode::get_workspace_size(args);
-    workspace = ws ? alloc(ws) : nullptr;
-  }
-
-  ~DecodeProblem() {
-    for (void* p : allocations) cudaFree(p);
+    workspace = ws ? buffers.alloc(ws) : nullptr;
   }
 };
 

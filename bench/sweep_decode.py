@@ -48,11 +48,14 @@ def parse_variant(spec):
     return name, v
 
 
-def auto_splits(batch, heads_kv, chunks, pages):
-    programs = batch * heads_kv * chunks
-    if programs >= SPLIT_BELOW:
-        return 1
-    return max(1, min(TARGET_PROGRAMS // programs, pages // MIN_PAGES_PER_SPLIT, 256))
+def split_count(programs, pages, target=0):
+    """Splits for `programs` unsplit programs over `pages` pages: the library's choice, or with a target, as many
+    as bring the programs to it."""
+    if not target:
+        if programs >= SPLIT_BELOW:
+            return 1
+        target = TARGET_PROGRAMS
+    return max(1, min(target // programs, pages // MIN_PAGES_PER_SPLIT, 256))
 
 
 def make_inputs(case):
@@ -79,10 +82,7 @@ def launcher(case, inp, v):
     chunks = (rows + v["ROWS"] - 1) // v["ROWS"]
     keys = context if window < 0 else min(context, window + q_len + v["BLOCK_N"] - 1)
     pages = (keys + page - 1) // page
-    if v["target"]:
-        splits = max(1, min(v["target"] // (batch * heads_kv * chunks), pages // MIN_PAGES_PER_SPLIT, 256))
-    else:
-        splits = v["splits"] or auto_splits(batch, heads_kv, chunks, pages)
+    splits = v["splits"] or split_count(batch * heads_kv * chunks, pages, v["target"])
     per_iter = max(1, v["BLOCK_N"] // page)
     per_split = max(1, (pages + splits - 1) // splits)
     pages_per_split = (per_split + per_iter - 1) // per_iter * per_iter
@@ -91,15 +91,14 @@ def launcher(case, inp, v):
     out = torch.empty_like(q)
     part_o = torch.empty((programs * v["ROWS"], HEAD_DIM), device="cuda", dtype=torch.float32)
     part_ml = torch.empty((programs * v["ROWS"], 2), device="cuda", dtype=torch.float32)
-    kpages = inp["k"]
     extra = {"maxnreg": v["maxnreg"]} if v["maxnreg"] else {}
     # The kernel's own switches (upper-case names other than the tile's), e.g. JOINT_REDUCE=1.
     switches = {k: bool(x) for k, x in v.items() if k.isupper() and k not in ("BLOCK_N", "ROWS")}
 
     def call():
         paged_decode_kernel[(programs,)](
-            q, kpages, inp["vt"], inp["kd"], inp["vd"], inp["table"], inp["seqlens"], out, part_o, part_ml,
-            HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, kpages.shape[0], inp["table"].shape[1], pages_per_split,
+            q, inp["k"], inp["vt"], inp["kd"], inp["vd"], inp["table"], inp["seqlens"], out, part_o, part_ml,
+            HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, inp["k"].shape[0], inp["table"].shape[1], pages_per_split,
             splits, chunks, q.stride(0), q.stride(1), q.stride(2), out.stride(0), out.stride(1), out.stride(2),
             0, 1, window, 0.0,
             HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], **switches,

@@ -83,7 +83,7 @@ def reference(q, cache, scale, window_left=-1, softcap=0.0):
     return out
 
 
-# Kernel switches every run_decode call passes (set by DecodeJointReduce for its tests).
+# Kernel switches every run_decode call passes (set by the SwitchOn test classes for their tests).
 SWITCHES = {}
 
 
@@ -266,26 +266,26 @@ class Decode(unittest.TestCase):
         self.assertGreater(err, 5e-3, "another sequence's page must show")
 
 
-class DecodeJointReduce(Decode):
-    """Every decode check again with JOINT_REDUCE (the scores' and the v descales' maxima in one reduction; a
-    switch bench/sweep_decode.py times, off in the library)."""
-
-    def setUp(self):
-        SWITCHES["JOINT_REDUCE"] = True
-
-    def tearDown(self):
-        SWITCHES.clear()
-
-
-class DecodeKeysOnN(Decode):
-    """Every decode check again with KEYS_ON_N (the query rows on the MMA's M dimension and the keys on N; a switch
+class SwitchOn:
+    """Mixed in before Decode: every decode check again with the kernel switch SWITCH on (the switches
     bench/sweep_decode.py times, off in the library)."""
+    SWITCH = ""
 
     def setUp(self):
-        SWITCHES["KEYS_ON_N"] = True
+        SWITCHES[self.SWITCH] = True
 
     def tearDown(self):
         SWITCHES.clear()
+
+
+class DecodeJointReduce(SwitchOn, Decode):
+    """JOINT_REDUCE: the scores' and the v descales' maxima in one reduction."""
+    SWITCH = "JOINT_REDUCE"
+
+
+class DecodeKeysOnN(SwitchOn, Decode):
+    """KEYS_ON_N: the query rows on the MMA's M dimension and the keys on N."""
+    SWITCH = "KEYS_ON_N"
 
 
 class Append(unittest.TestCase):
