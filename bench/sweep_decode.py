@@ -6,7 +6,7 @@ variant's before its time counts. Used to decide what goes into the manifest and
 
 A variant is name=KEY=int,...: BLOCK_N, stages, warps, splits (0: the library's automatic choice, as
 src/paged/paged.cpp plans it), target (with splits=0: split every case into target // programs, e.g. 396 for
-three programs per SM, instead), maxnreg (0: none), and the kernel's switches by name (JOINT_REDUCE=1).
+three programs per SM, instead), maxnreg (0: none), and the kernel's switches by name (upper-case constexprs, e.g. NAME=1).
 Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 
@@ -92,7 +92,7 @@ def launcher(case, inp, v):
     part_o = torch.empty((programs * v["ROWS"], HEAD_DIM), device="cuda", dtype=torch.float32)
     part_ml = torch.empty((programs * v["ROWS"], 2), device="cuda", dtype=torch.float32)
     extra = {"maxnreg": v["maxnreg"]} if v["maxnreg"] else {}
-    # The kernel's own switches (upper-case names other than the tile's), e.g. JOINT_REDUCE=1.
+    # The kernel's own switches (upper-case names other than the tile's), e.g. NAME=1.
     switches = {k: bool(x) for k, x in v.items() if k.isupper() and k not in ("BLOCK_N", "ROWS")}
 
     def call():

@@ -27,12 +27,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 
 from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
 from manifest import gluon_stages as stages_of  # noqa: E402  (and its ring depth, unless a variant sets one)
+from operations.fmha_fwd import gluon_pv_pipelined  # noqa: E402  (and its P.V schedule at D=256)
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
 
-SWITCH_DEFAULTS = {"KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0,
-                   "THREAD_RELEASE": 0, "PV_PIPELINED": 0}
+SWITCH_DEFAULTS = {"KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0}
 
 
 def load_variant(spec):
@@ -106,7 +106,11 @@ class Problem:
     def launch(self, kernel, constexprs):
         p = self.p
         descs = list(self.descs)
-        constexprs = {"NUM_STAGES": stages_of(p["head_dim"]), **constexprs}
+        # The library's ring depth and P.V schedule for this point, unless the variant sets them.
+        library = {"NUM_STAGES": stages_of(p["head_dim"])}
+        if "PV_PIPELINED" in kernel.arg_names:
+            library["PV_PIPELINED"] = int(gluon_pv_pipelined(p["head_dim"], self.causal))
+        constexprs = {**library, **constexprs}
         if constexprs.get("KEY_PERMUTED"):
             descs[2] = self.vt_perm_desc
         # Persistent versions take the batch and launch at most one program per SM.

@@ -93,7 +93,8 @@ def _default_instances():
     # 3 stages (H200, 2026-12-01, fp8attn_profiler --providers=instance, one run): S=2048 539 / 444 TFLOP/s full /
     # causal, S=8192 609 / 566, against 535 / 441 / 589 / 542 with 2 stages (extra set).
     rows += [_gluon(causal, gluon_stages(64), head_dim=64) for causal in (False, True)]
-    # D=256 on the same kernel (O in four column parts, 64-key tiles). bench_vs_cudnn.py on the H200 (2026-12-01):
+    # D=256 on the same kernel (O in column parts, 64-key tiles; eight parts two in flight for full attention,
+    # operations/fmha_fwd.py: gluon_pv_pipelined). bench_vs_cudnn.py on the H200 (2026-12-01):
     # S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712 with V^T given; 761 / 567 / 831 / 702 with the V
     # transpose on every call (a second run), against 550 / 432 / 604 / 598 for the Triton D=256 instance (transpose
     # included).

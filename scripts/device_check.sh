@@ -8,14 +8,13 @@
 #              and build/bench/fp8attn_bench_host_overhead (C++), under a minute
 #   sweep      bench/sweep_gluon.py: the Gluon kernel's switches side by side on the suite's D=64, 128 and 256
 #              points (SWEEP_VARIANTS overrides the list; the default: the library's settings against
-#              THREAD_RELEASE, PV_PIPELINED (D=256 only) and both), a few minutes; needs no build
+#              the plain key order), a few minutes; needs no build
 #   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
-#   decodesweep bench/sweep_decode.py: the decode kernel's switches through the JIT on bench_decode's cases
-#              (DECODE_VARIANTS overrides the list; the default: the library's settings against JOINT_REDUCE
-#              and KEYS_ON_N with 64- and 128-key iterations),
-#              under a minute; needs no build
+#   decodesweep bench/sweep_decode.py: the decode kernel's settings through the JIT on bench_decode's cases
+#              (DECODE_VARIANTS overrides the list; the default: the library's setting against 7 stages and
+#              64-key iterations), under a minute; needs no build
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
 #   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
@@ -66,8 +65,7 @@ if step bench; then
 fi
 if step sweep; then
   K=kernels/fmha_fwd/fmha_fwd_gluon.py
-  variants=${SWEEP_VARIANTS:-"lib=$K:KEY_PERMUTED=1 tr=$K:KEY_PERMUTED=1,THREAD_RELEASE=1
-    pp=$K:KEY_PERMUTED=1,PV_PIPELINED=1 both=$K:KEY_PERMUTED=1,THREAD_RELEASE=1,PV_PIPELINED=1"}
+  variants=${SWEEP_VARIANTS:-"lib=$K:KEY_PERMUTED=1 plain=$K:KEY_PERMUTED=0"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims "${SWEEP_HEAD_DIMS:-64,128,256}" --csv "$OUT/sweep.csv" \
@@ -75,8 +73,7 @@ if step sweep; then
   tail -50 "$OUT/sweep.txt"
 fi
 if step decodesweep; then
-  variants=${DECODE_VARIANTS:-"lib=BLOCK_N=128 joint=BLOCK_N=128,JOINT_REDUCE=1
-    rows64=BLOCK_N=64,ROWS=64,KEYS_ON_N=1 rows128=BLOCK_N=128,ROWS=64,KEYS_ON_N=1"}
+  variants=${DECODE_VARIANTS:-"lib=BLOCK_N=128 s7=BLOCK_N=128,stages=7 n64=BLOCK_N=64,stages=9"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   timeout 300 python3 bench/sweep_decode.py "${args[@]}" --cases b32_s32k,b8_s128k,b128_s4k,b1_s128k,b32_s32k_page16 \

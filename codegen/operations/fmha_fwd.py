@@ -181,11 +181,20 @@ def _gluon_tensordesc(dtype, block, swizzle=128):
 GLUON_WG_M = 64
 
 
+def gluon_pv_pipelined(head_dim, causal):
+    """Whether the Gluon FP8 kernel runs P.V at D=256 in eight [64, 32] column parts, two in flight (PV_PIPELINED),
+    instead of four [64, 64] parts waited for one at a time; bench/sweep_gluon.py uses the same. H200, 2026-12-01
+    (sweep, one run, TFLOP/s): full attention S=2048 787 -> 850, S=8192 832 -> 886; causal 715 -> 703 and 853 -> 797
+    (the extra waits between parts bring fence barriers, and a causal block's short rows leave less to overlap).
+    So full attention only; D <= 128 has no column parts."""
+    return head_dim == 256 and not causal
+
+
 def _gluon_compile_spec(c: FmhaConfig):
     _, _, params, _ = kernel_of(c)
     # head_dim 256: 64-key tiles (shared memory: e4m3 Q 32 KB, two K and two V^T stages 64 KB, O 64 KB; bf16 Q 64 KB,
-    # K and V stages 128 KB, one O buffer the warpgroups share 32 KB); e4m3 P.V in four column parts (the two-level
-    # accumulator does not fit the 240 registers a consumer thread gets otherwise).
+    # K and V stages 128 KB, one O buffer the warpgroups share 32 KB); e4m3 P.V in column parts (the two-level
+    # accumulator does not fit the 240 registers a consumer thread gets otherwise; gluon_pv_pipelined).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
     bf16 = c.qk_type == "bf16" and c.v_type == "bf16" and not c.block_descale and not c.v_key_permuted
     tile_ok = ((c.head_dim in (64, 128) and c.block_n == 128) or (c.head_dim == 256 and c.block_n == 64 and not int8))
@@ -219,7 +228,7 @@ def _gluon_compile_spec(c: FmhaConfig):
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
-                  "THREAD_RELEASE": False, "PV_PIPELINED": False}
+                  "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal)}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -64,15 +64,6 @@ BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation),
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
 o_free mbarrier, released after a warpgroup's TMA store has read it.
 
-THREAD_RELEASE (a switch for bench/sweep_gluon.py, off in the library until measured): how a consumer
-warpgroup releases a K or V ring slot after its MMA has read it. Triton 3.6 lowers mbarrier.arrive to one
-thread's arrive and, since an arrive may signal other threads, fences all of shared memory around it: a warpgroup
-bar.sync before it and another before the next shared-memory operation (three per KV tile in the consumer loop).
-With the switch every thread of the warpgroup arrives for itself (cp.async.mbarrier.arrive.noinc: the arrival
-fires once the thread's earlier cp.async copies are done, and the consumers issue none), which the fence analysis
-does not treat as a signal: one bar.sync per tile remains. The choice is written out at each release (a helper
-function changed ptxas's schedule of four default instances through its debug scopes alone).
-
 SUM_ON_TC (a switch for bench/sweep_gluon.py, off in the library until measured): each tile's row sums of P come
 from the tensor cores (P times an [BLOCK_N, 8] operand whose first column is ones) instead of 64 FADDs per
 thread (inner loop 576 -> 522 SASS instructions per warp). They are then sums of the e4m3-rounded P, the
@@ -84,7 +75,6 @@ order for a caller's sequence-contiguous V.
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
@@ -378,7 +368,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
-              THREAD_RELEASE: gl.constexpr, PV_PIPELINED: gl.constexpr):
+              PV_PIPELINED: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
@@ -459,10 +449,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                 s = (it + j) % NUM_STAGES
                 nxt = (it + j + 1) % NUM_STAGES
                 qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
-                if THREAD_RELEASE:  # see THREAD_RELEASE above
-                    async_copy.mbarrier_arrive(k_empty.index(s), increment_count=False)
-                else:
-                    mbarrier.arrive(k_empty.index(s), count=1)
+                mbarrier.arrive(k_empty.index(s), count=1)
                 start_n = n_start + j * BLOCK_N
                 p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end,
                                                            full_end, offs_m, qk_scale, lo_off, hi_off,
@@ -486,19 +473,13 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                     l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
                 elif not PARTS:
                     pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
-                if THREAD_RELEASE:  # see THREAD_RELEASE above
-                    async_copy.mbarrier_arrive(v_empty.index(s), increment_count=False)
-                else:
-                    mbarrier.arrive(v_empty.index(s), count=1)
+                mbarrier.arrive(v_empty.index(s), count=1)
                 if not PARTS:
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
             qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
-            if THREAD_RELEASE:  # see THREAD_RELEASE above
-                async_copy.mbarrier_arrive(k_empty.index(last % NUM_STAGES), increment_count=False)
-            else:
-                mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
+            mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
             mbarrier.arrive(q_empty, count=1)
             start_n = n_start + (n_tiles - 1) * BLOCK_N
             p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
@@ -517,10 +498,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                 l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
             else:
                 pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
-            if THREAD_RELEASE:  # see THREAD_RELEASE above
-                async_copy.mbarrier_arrive(v_empty.index(last % NUM_STAGES), increment_count=False)
-            else:
-                mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
+            mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
             acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
         else:
             mbarrier.arrive(q_empty, count=1)
@@ -572,7 +550,7 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
                BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
-               V_NATURAL: gl.constexpr, THREAD_RELEASE: gl.constexpr, PV_PIPELINED: gl.constexpr):
+               V_NATURAL: gl.constexpr, PV_PIPELINED: gl.constexpr):
     _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
@@ -580,7 +558,7 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, window_left, window_right, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE, PV_PIPELINED)
+              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)
 
 
 @gluon.jit
@@ -598,7 +576,7 @@ def fmha_fwd_gluon_kernel(
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
-    THREAD_RELEASE: gl.constexpr = False, PV_PIPELINED: gl.constexpr = False,
+    PV_PIPELINED: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -638,13 +616,11 @@ def fmha_fwd_gluon_kernel(
     v_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_ready, count=1)
     mbarrier.init(q_empty, count=2)  # released by both consumer warpgroups
-    # Arrivals that release a K or V slot: one per consumer warpgroup, or one per consumer thread (THREAD_RELEASE).
-    RELEASES: gl.constexpr = 2 * gl.num_warps() * 32 if THREAD_RELEASE else 2
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=RELEASES)
-        mbarrier.init(v_empty.index(i), count=RELEASES)
+        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=2)
 
     gl.warp_specialize([
         (_consumer, (o_desc, LSE, q_smem, o_smem0, o_free,
@@ -655,7 +631,7 @@ def fmha_fwd_gluon_kernel(
                      q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                     BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE, PV_PIPELINED)),
+                     BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, o_free,
                       k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                       v_ready,
@@ -664,7 +640,7 @@ def fmha_fwd_gluon_kernel(
                       q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
                       seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
                       HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                      BLOCK_DESCALE, V_NATURAL, THREAD_RELEASE, PV_PIPELINED)),
+                      BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, HEAD_DIM,
                      BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL)),

@@ -94,7 +94,7 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
                   HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-                  SOFTCAP: tl.constexpr, JOINT_REDUCE: tl.constexpr):
+                  SOFTCAP: tl.constexpr):
     """One iteration: BLOCK_N keys from NP pages of SUB tokens (several whole small pages, or a part of one large
     page; every iteration starts on a multiple of BLOCK_N: the host rounds a split's pages to whole iterations).
     Transposed products, so that the keys are the MMA's M dimension (64 per warpgroup) and the few query rows its
@@ -153,34 +153,22 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
     # P^T times each key's v descale relative to the largest among the keys some row sees (a key no row sees,
     # e.g. before a window inside the block, must not coarsen the others), times 448, as two e4m3 terms. The
     # ratio is taken first: 448 / vd_max overflows for descales below ~1e-36.
-    if JOINT_REDUCE:
-        seen = (key >= low_min) & (key < limit_max)
-        if MASKED:
-            seen = seen & (key < key_hi)
-        # The keys are the MMA's M dimension and span the four warps: every reduction over them goes through
-        # shared memory between two barriers. The scores' maximum and the v descales' maximum in one reduction;
-        # vd_max comes out once per column (the same value in each).
-        m_tile, vd_max = tl.reduce((st, tl.broadcast_to(tl.where(seen, vd, 0.0)[:, None], st.shape)), 0,
-                                   _max_of_pairs)
-        vd_max = tl.where(vd_max > 0, vd_max, 1.0)
-        m_new = tl.maximum(m_i, m_tile)
-        alpha = tl.math.exp2(m_i - m_new)
-        prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
-        l_i = l_i * alpha + tl.sum(prob, 0)
-        p_hi, p_lo = _two_e4m3_terms(prob * ((vd[:, None] / vd_max[None, :]) * _E4M3_MAX))
-        acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)[None, :]
-    else:
-        m_new = tl.maximum(m_i, tl.max(st, 0))
-        alpha = tl.math.exp2(m_i - m_new)
-        prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
-        l_i = l_i * alpha + tl.sum(prob, 0)
-        seen = (key >= low_min) & (key < limit_max)
-        if MASKED:
-            seen = seen & (key < key_hi)
-        vd_max = tl.max(tl.where(seen, vd, 0.0), 0)
-        vd_max = tl.where(vd_max > 0, vd_max, 1.0)
-        p_hi, p_lo = _two_e4m3_terms(prob * ((vd / vd_max) * _E4M3_MAX)[:, None])
-        acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)
+    seen = (key >= low_min) & (key < limit_max)
+    if MASKED:
+        seen = seen & (key < key_hi)
+    # The keys are the MMA's M dimension and span the four warps: every reduction over them goes through shared
+    # memory between two barriers. The scores' maximum and the v descales' maximum go through one reduction of a
+    # pair (+2-3.5% TB/s on the H200 against two, docs/perf/NOTES.md); vd_max comes out once per column (the same
+    # value in each).
+    m_tile, vd_max = tl.reduce((st, tl.broadcast_to(tl.where(seen, vd, 0.0)[:, None], st.shape)), 0,
+                               _max_of_pairs)
+    vd_max = tl.where(vd_max > 0, vd_max, 1.0)
+    m_new = tl.maximum(m_i, m_tile)
+    alpha = tl.math.exp2(m_i - m_new)
+    prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
+    l_i = l_i * alpha + tl.sum(prob, 0)
+    p_hi, p_lo = _two_e4m3_terms(prob * ((vd[:, None] / vd_max[None, :]) * _E4M3_MAX))
+    acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)[None, :]
     return m_new, l_i, acc, bad_pages
 
 
@@ -189,36 +177,21 @@ def _decode_range(key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, 
                   bad_pages,
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
-                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr,
-                  JOINT_REDUCE: tl.constexpr, KEYS_ON_N: tl.constexpr):
+                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr):
     """The split's keys [key_lo, key_hi): whole blocks unmasked (pipelined), then the block past the end masked."""
     full_end = key_lo + tl.maximum(key_hi - key_lo, 0) // BLOCK_N * BLOCK_N
     for start in tl.range(key_lo, full_end, BLOCK_N):
-        if KEYS_ON_N:
-            m_i, l_i, acc, bad_pages = _rows_block(
-                start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
-                bad_pages, KPages, VPages,
-                KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-                HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP)
-        else:
-            m_i, l_i, acc, bad_pages = _decode_block(
-                start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
-                bad_pages, KPages, VPages,
-                KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-                HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP, JOINT_REDUCE)
+        m_i, l_i, acc, bad_pages = _decode_block(
+            start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
+            bad_pages, KPages, VPages,
+            KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
+            HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP)
     if full_end < key_hi:
-        if KEYS_ON_N:
-            m_i, l_i, acc, bad_pages = _rows_block(
-                full_end, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
-                bad_pages, KPages, VPages,
-                KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-                HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP)
-        else:
-            m_i, l_i, acc, bad_pages = _decode_block(
-                full_end, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
-                bad_pages, KPages, VPages,
-                KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-                HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP, JOINT_REDUCE)
+        m_i, l_i, acc, bad_pages = _decode_block(
+            full_end, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
+            bad_pages, KPages, VPages,
+            KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
+            HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP)
     return m_i, l_i, acc, bad_pages
 
 
@@ -229,7 +202,6 @@ def paged_decode_kernel(
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
     descale_stride_page, descale_stride_head, window_left, softcap,
     HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-    JOINT_REDUCE: tl.constexpr = False, KEYS_ON_N: tl.constexpr = False,
 ):
     """Program (b, kv head, chunk of ROWS rows, split). Row r is query token r // group of query head
     kv_head * group + r % group; rows >= q_len * group are padding (never stored). A sequence whose length
@@ -268,12 +240,8 @@ def paged_decode_kernel(
     # (448 / amax overflows below ~1e-36: such rows are scaled as if their largest entry were 1e-30.)
     q_scale = tl.where(q_amax > 0, _E4M3_MAX / tl.maximum(q_amax, 1e-30), 1.0)
     q_hi, q_lo = _two_e4m3_terms(q * q_scale[:, None])
-    if KEYS_ON_N:  # the rows are the MMA's M dimension (_rows_block): q as it is
-        qt_hi = q_hi
-        qt_lo = q_lo
-    else:
-        qt_hi = tl.trans(q_hi)
-        qt_lo = tl.trans(q_lo)
+    qt_hi = tl.trans(q_hi)
+    qt_lo = tl.trans(q_lo)
     row_scale = softmax_scale / q_scale
     # Keys query token t may see: those before seqlen - q_len + t + 1 (causal among the new tokens), and with a
     # window, none before seqlen - q_len + t - window_left.
@@ -290,10 +258,7 @@ def paged_decode_kernel(
     limit_max = tl.max(limit, 0)
     m_i = tl.full([ROWS], _NEG_BIG, tl.float32)
     l_i = tl.zeros([ROWS], tl.float32)
-    if KEYS_ON_N:
-        acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
-    else:
-        acc = tl.zeros([HEAD_DIM, ROWS], tl.float32)  # O^T
+    acc = tl.zeros([HEAD_DIM, ROWS], tl.float32)  # O^T
     # The splits cover num_splits * pages_per_split pages from win_lo on (planned from the host's max_seqlen and
     # window): a longer sequence would lose its last pages silently; it gets NaN rows instead.
     bad = bad | ((seqlen - win_lo).to(tl.int64) > num_splits.to(tl.int64) * pages_per_split * PAGE)
@@ -309,27 +274,17 @@ def paged_decode_kernel(
             key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, True, JOINT_REDUCE, KEYS_ON_N)
+            HEAD_DIM, PAGE, BLOCK_N, True)
     else:
         m_i, l_i, acc, bad_pages = _decode_range(
             key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, False, JOINT_REDUCE, KEYS_ON_N)
+            HEAD_DIM, PAGE, BLOCK_N, False)
     bad = bad | (tl.max(bad_pages, 0) != 0)
     # An invalid table or length poisons the whole split (and so the combined rows): NaN, never garbage.
     l_i = tl.where(bad, float("nan"), l_i)
-    if KEYS_ON_N:  # acc is O [ROWS, HEAD_DIM], not O^T
-        if num_splits == 1:
-            out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
-            tl.store(O + b.to(tl.int64) * stride_ob + tok[:, None].to(tl.int64) * stride_os +
-                     head[:, None] * stride_oh + offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
-        else:
-            prow = pid.to(tl.int64) * ROWS + tl.arange(0, ROWS)
-            tl.store(PartialO + prow[:, None] * HEAD_DIM + offs_d[None, :], acc)
-            tl.store(PartialML + prow * 2, m_i)
-            tl.store(PartialML + prow * 2 + 1, l_i)
-    elif num_splits == 1:
+    if num_splits == 1:
         out = acc / tl.where(l_i == 0.0, 1.0, l_i)[None, :]
         tl.store(O + b.to(tl.int64) * stride_ob + tok[None, :].to(tl.int64) * stride_os + head[None, :] * stride_oh +
                  offs_d[:, None], out.to(O.dtype.element_ty), mask=row_ok[None, :])
@@ -372,84 +327,3 @@ def paged_combine_kernel(
     out = acc / tl.where(l == 0.0, 1.0, l)[:, None]
     tl.store(O + b.to(tl.int64) * stride_ob + tok[:, None].to(tl.int64) * stride_os + head[:, None] * stride_oh +
              offs_d[None, :], out.to(O.dtype.element_ty), mask=(offs_r < q_len * group)[:, None])
-
-
-# Keys on the MMA's N dimension (KEYS_ON_N, a switch for bench/sweep_decode.py, off in the library until measured).
-# The library's decode puts the keys on the MMA's M dimension, which spans the warpgroup's four warps, and the few
-# query rows on N: every reduction over keys then crosses the warps through shared memory and barriers, three per
-# iteration (docs/perf/NOTES.md: the decode profile). Here the rows are M (ROWS = 64, wgmma's M per warpgroup;
-# padding rows cost tensor work, which decode has to spare) and the keys N: S = Q K^T and O += P V, both FP8 MMAs
-# on the page bytes as they are (K's rows and V^T's rows are K-major for them), and every reduction over keys stays
-# inside a warp (a thread's fragment and its quad).
-@triton.jit
-def _rows_block(start, key_hi, limit, low, low_min, limit_max, q_hi, q_lo, row_scale, softcap, m_i, l_i, acc,
-                bad_pages,
-                KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
-                descale_stride_page, descale_stride_head,
-                HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-                SOFTCAP: tl.constexpr):
-    """_decode_block with the products the other way round: S [ROWS, BLOCK_N] = Q K^T, O [ROWS, HEAD_DIM] += P V.
-    The same pages, masks, descales and two-term rounding of q and P. The page loads repeat _decode_block's: a
-    helper both call changed the SASS of 10 of the 16 library decode instances (ptxas schedules through an inlined
-    call's debug scopes), and the library's measured code stays as it ran. When one of the two paths goes after the
-    measurement, so does the copy."""
-    NP: tl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
-    SUB: tl.constexpr = BLOCK_N // NP
-    offs_p = tl.arange(0, NP)
-    offs_t = tl.arange(0, SUB)
-    offs_d = tl.arange(0, HEAD_DIM)
-    key = start + tl.arange(0, BLOCK_N)
-    first_page = start // PAGE
-    if PAGE > BLOCK_N:
-        in_page = tl.multiple_of(start % PAGE, BLOCK_N) + offs_t
-    else:
-        in_page = offs_t
-    if MASKED:
-        live_pt = (start + offs_p[:, None] * SUB + offs_t[None, :]) < key_hi  # [NP, SUB]
-        page_live = (first_page + offs_p) * PAGE < key_hi
-        page = tl.load(table_row + first_page + offs_p, mask=page_live, other=0)
-    else:
-        page_live = offs_p >= 0
-        page = tl.load(table_row + first_page + offs_p)
-    bad_pages = bad_pages | (page_live & ((page < 0) | (page >= num_pages))).to(tl.int32)
-    page = tl.minimum(tl.maximum(page, 0), num_pages - 1).to(tl.int64)
-    k_base = page * (PAGE * heads_kv * HEAD_DIM) + hk * HEAD_DIM  # [NP]
-    k_ptr = KPages + k_base[:, None, None] + (in_page * (heads_kv * HEAD_DIM))[None, :, None] + offs_d[None, None, :]
-    v_base = (page * heads_kv + hk) * (HEAD_DIM * PAGE)  # [NP]
-    v_ptr = VPages + v_base[None, :, None] + (offs_d * PAGE)[:, None, None] + in_page[None, None, :]
-    dsc = page * descale_stride_page + hk * descale_stride_head  # [NP]
-    if MASKED:
-        k = tl.load(k_ptr, mask=live_pt[:, :, None], other=0.0)
-        vt = tl.load(v_ptr, mask=live_pt[None, :, :], other=0.0)
-        kd = tl.load(KDescale + dsc, mask=page_live, other=0.0)
-        vd = tl.load(VDescale + dsc, mask=page_live, other=0.0)
-    else:
-        k = tl.load(k_ptr)
-        vt = tl.load(v_ptr)
-        kd = tl.load(KDescale + dsc)
-        vd = tl.load(VDescale + dsc)
-    kt = tl.trans(tl.reshape(k, (BLOCK_N, HEAD_DIM)))  # [HEAD_DIM, BLOCK_N]: K^T, head_dim contiguous (K-major)
-    v = tl.trans(tl.reshape(vt, (HEAD_DIM, BLOCK_N)))  # [BLOCK_N, HEAD_DIM]: V, keys contiguous (K-major)
-    kd = tl.reshape(tl.broadcast_to(kd[:, None], (NP, SUB)), (BLOCK_N,))
-    vd = tl.reshape(tl.broadcast_to(vd[:, None], (NP, SUB)), (BLOCK_N,))
-    s = tl.dot(q_lo, kt, tl.dot(q_hi, kt))  # [ROWS, BLOCK_N]
-    s = s * kd[None, :] * row_scale[:, None]
-    if SOFTCAP:
-        s = _softcap(s, softcap)
-    s = s * _LOG2E
-    visible = (key[None, :] < limit[:, None]) & (key[None, :] >= low[:, None])
-    if MASKED:
-        visible = visible & (key < key_hi)[None, :]
-    s = tl.where(visible, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    alpha = tl.math.exp2(m_i - m_new)
-    prob = tl.where(visible, tl.math.exp2(s - m_new[:, None]), 0.0)
-    l_i = l_i * alpha + tl.sum(prob, 1)
-    seen = (key >= low_min) & (key < limit_max)
-    if MASKED:
-        seen = seen & (key < key_hi)
-    vd_max = tl.max(tl.where(seen, vd, 0.0), 0)
-    vd_max = tl.where(vd_max > 0, vd_max, 1.0)
-    p_hi, p_lo = _two_e4m3_terms(prob * ((vd / vd_max) * _E4M3_MAX)[None, :])
-    acc = acc * alpha[:, None] + tl.dot(p_lo, v, tl.dot(p_hi, v)) * (vd_max / _E4M3_MAX)
-    return m_new, l_i, acc, bad_pages
