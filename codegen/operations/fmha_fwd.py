@@ -241,6 +241,9 @@ def compile_spec(c: FmhaConfig):
     _, _, params, _ = kernel_of(c)
     if c.is_int8_qk and (c.v_type != "e4m3" or not c.block_descale):
         raise ValueError(f"{name_of(c)}: INT8 Q.K^T instances read e4m3 V and per-block descales (bdesc)")
+    if c.block_descale and c.block_n > 2 * 64:
+        # The kernel reads the two 64-token k descale blocks a key tile can span (fmha_fwd_triton._attn_tile).
+        raise ValueError(f"{name_of(c)}: per-block descales (bdesc) need BLOCK_N <= 128")
     io = TRITON_TYPES[c.qk_type]
     types = {"Q": f"*{io}", "K": f"*{io}", "V": f"*{TRITON_TYPES[c.v_type]}", "O": f"*{TRITON_TYPES[c.out_type]}",
              "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",

@@ -31,6 +31,12 @@ DESCALE_BLOCK_TOKENS = 64
 # Largest INT8 magnitude used by the symmetric INT8 quantizer (-127..127; -128 is never produced).
 INT8_QMAX = 127.0
 
+# INT8 Q.K^T's int32 scores to float32 without I2F (which issues on the pipe of MUFU.EX2, the softmax's
+# exponentials): the bits of x + INT_TO_FLOAT_BITS read as a float32 are exactly INT_TO_FLOAT_OFFSET + x for
+# |x| < 2^22, and |q . k| <= 127^2 * 256 < 2^22 at every head dim the kernels compile (<= 256).
+INT_TO_FLOAT_BITS = 0x4B400000  # the float32 1.5 * 2^23
+INT_TO_FLOAT_OFFSET = 12582912.0  # 1.5 * 2^23
+
 # The random-sign Hadamard rotation's signs: sign(i) = +1 or -1 from bit 0 of hash(seed, i), a 32-bit integer
 # hash computed the same way by the quantize kernel (kernels/quantize/quantize_triton.py) and by Python
 # (python/fp8attn/quant.py), so Q and K rotated by either agree exactly.

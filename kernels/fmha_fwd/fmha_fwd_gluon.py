@@ -92,6 +92,8 @@ P_EXPONENT_BIAS = gl.constexpr(numerics.P_EXPONENT_BIAS)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = gl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = gl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
+INT_TO_FLOAT_BITS = gl.constexpr(numerics.INT_TO_FLOAT_BITS)
+INT_TO_FLOAT_OFFSET = gl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 
 # Rows per consumer warpgroup (one wgmma M extent over 4 warps).
 WG_M = gl.constexpr(64)
@@ -309,13 +311,28 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     # Keys [lo_masked_end, full_end) need no mask; the others are a window's left edge or past full_end
     # (key_range).
     masked = (start_n < lo_masked_end) | (start_n >= full_end)
-    if QK_INT8:
-        qk = qk.to(gl.float32)  # int32 sums of int8 products: |q.k| <= 127^2 * 256 < 2^24, exact in float32
     if BLOCK_DESCALE:
-        # Each key column's block descale (64-key blocks: two per 128-key tile; L1-resident after the first row).
-        kcols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-        kd = gl.load(kd_base + (kcols // DESCALE_BLOCK).to(gl.int64) * k_descale_stride_blk, mask=kcols < seqlen_k,
-                     other=1.0)
+        # Each key column's block descale: a tile of BLOCK_N <= 128 keys starts on a multiple of 64 and spans at most
+        # two 64-key blocks, so two scalar loads and a select per column (a load per column cost 32 LDG per thread
+        # and tile). A block past seqlen_k gets 1.0 (its keys are masked).
+        gl.static_assert(BLOCK_N <= 2 * DESCALE_BLOCK, "a key tile spans at most two descale blocks")
+        blk = start_n // DESCALE_BLOCK
+        kd0 = gl.load(kd_base + blk.to(gl.int64) * k_descale_stride_blk)
+        kd1 = gl.load(kd_base + (blk + 1).to(gl.int64) * k_descale_stride_blk,
+                      mask=(blk + 1) * DESCALE_BLOCK < seqlen_k, other=1.0)
+        kd = gl.where(gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout)) < DESCALE_BLOCK, kd0, kd1)
+    if QK_INT8:
+        # int32 sums of int8 products to float32 by an integer add (common/numerics.py: INT_TO_FLOAT_BITS): I2F
+        # issues on the pipe of MUFU.EX2, and one per score doubled that pipe's load.
+        qk = (qk + INT_TO_FLOAT_BITS).to(gl.float32, bitcast=True)
+        if BLOCK_DESCALE:
+            # x * kd = (1.5 * 2^23 + x) * kd - 1.5 * 2^23 * kd: one FFMA per score. The column constant's rounding
+            # (at most 0.75 kd, i.e. 0.75 units of the integer product) is a per-key bias far below the int8
+            # rounding of the scores themselves (about 0.5 * 127 * sqrt(D) units).
+            qk = qk * kd[None, :] - (kd * INT_TO_FLOAT_OFFSET)[None, :]
+        else:
+            qk = qk - INT_TO_FLOAT_OFFSET
+    elif BLOCK_DESCALE:
         qk = qk * kd[None, :]
     if masked:  # uniform branch: only the tiles at the sequence end, the causal diagonal or a window's edges
         cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))

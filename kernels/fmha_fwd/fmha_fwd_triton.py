@@ -35,8 +35,8 @@ broadcasts. BLOCK_DESCALE instances apply per-block descales inside the tile (S 
 query row); the others read one q and one k descale per program (the block strides must then be 0).
 
 INT8 Q.K^T (Q and K int8, V e4m3; the "int8_qk" accuracy mode, with per-block descales from the quantize
-operation): the dot accumulates in int32 (exact: |q . k| <= 127^2 * 256 < 2^24, so the float32 conversion
-is exact too), and P.V stays FP8 with the same per-tile P rounding and two-level accumulation.
+operation): the dot accumulates in int32 (exact: |q . k| <= 127^2 * 256 < 2^22, so the float32 conversion,
+an integer add rather than I2F, is exact too), and P.V stays FP8 with the same per-tile P rounding and two-level accumulation.
 """
 
 import triton
@@ -54,6 +54,8 @@ P_EXPONENT_BIAS = tl.constexpr(numerics.P_EXPONENT_BIAS)
 NEG_BIG = tl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = tl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = tl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
+INT_TO_FLOAT_BITS = tl.constexpr(numerics.INT_TO_FLOAT_BITS)
+INT_TO_FLOAT_OFFSET = tl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 
 
 @triton.jit
@@ -93,12 +95,28 @@ def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, q
     # S = Q K^T in the exp2 domain: qk_scale (> 0; a scalar, or per query row with BLOCK_DESCALE) carries
     # softmax_scale * descales * log2(e). The scale is applied inside the exp2's FMA rather than as a separate
     # multiply over the tile.
-    qk = tl.dot(q, tl.trans(k)).to(tl.float32)  # int32 for int8 Q, K: exact in float32 (see above)
+    qk = tl.dot(q, tl.trans(k))
     if BLOCK_DESCALE:
-        # Each key column's block descale (positive: the maxima below stay maxima after the row scale).
-        cols = start_n + offs_n
-        kd_cols = tl.load(k_block_descale + (cols // DESCALE_BLOCK).to(tl.int64) * k_descale_stride_blk,
-                          mask=cols < seqlen_k, other=1.0)
+        # Each key column's block descale (positive: the maxima below stay maxima after the row scale). A tile
+        # of BLOCK_N <= 128 keys (codegen refuses more) starts on a multiple of 64 and spans at most two 64-key
+        # blocks: two scalar loads and a select (a load per column cost a load per score column and thread). A
+        # block past seqlen_k gets 1.0 (its keys are masked).
+        blk = start_n // DESCALE_BLOCK
+        kd0 = tl.load(k_block_descale + blk.to(tl.int64) * k_descale_stride_blk)
+        kd1 = tl.load(k_block_descale + (blk + 1).to(tl.int64) * k_descale_stride_blk,
+                      mask=(blk + 1) * DESCALE_BLOCK < seqlen_k, other=1.0)
+        kd_cols = tl.where(offs_n < DESCALE_BLOCK, kd0, kd1)
+    if qk.dtype == tl.int32:
+        # INT8 Q, K: int32 scores to float32 by an integer add, not I2F (common/numerics.py: INT_TO_FLOAT_BITS;
+        # I2F shares the exponentials' pipe). Exact: the float is INT_TO_FLOAT_OFFSET + the score.
+        qk = (qk + INT_TO_FLOAT_BITS).to(tl.float32, bitcast=True)
+        if BLOCK_DESCALE:
+            # One FFMA per score; the column constant's rounding (<= 0.75 units of the integer score) is a per-key
+            # bias far below the int8 rounding of the scores (about 0.5 * 127 * sqrt(D) units).
+            qk = qk * kd_cols[None, :] - (kd_cols * INT_TO_FLOAT_OFFSET)[None, :]
+        else:
+            qk = qk - INT_TO_FLOAT_OFFSET
+    elif BLOCK_DESCALE:
         qk = qk * kd_cols[None, :]
     if SOFTCAP:
         # qk_scale here is softmax_scale * descales (natural units); the capped scores go to the exp2 domain.
