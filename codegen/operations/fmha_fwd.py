@@ -153,6 +153,13 @@ GLUON_PARAMS = [
     # The kernel is persistent (a grid of at most one program per SM walks all query blocks), so it needs the
     # batch to count them.
     Param("batch", "i32"),
+    # Varlen (packed sequences; varlen = 0: dense): O's pointer and row / head strides (elements) for the rows of a
+    # sequence's last block, stored from registers, masked to the sequence; the offsets and totals as the Triton
+    # kernel's. The descriptors then cover the packed tensors with a batch dimension of 1.
+    Param("O", "ptr", True), Param("stride_os", "i64", divisible_by_16=True),
+    Param("stride_oh", "i64", divisible_by_16=True),
+    Param("cu_seqlens_q", "ptr"), Param("cu_seqlens_k", "ptr"), Param("varlen", "i32"),
+    Param("total_q", "i32"), Param("total_k", "i32"),
 ]
 
 # kernel key (the family, plus a variant where one family has several kernels) -> (kernel module, function,
@@ -224,6 +231,7 @@ def _gluon_compile_spec(c: FmhaConfig):
         # Each consumer warpgroup stores its own 64 rows.
         "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
+        "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32",
     }
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,

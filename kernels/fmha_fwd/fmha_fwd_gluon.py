@@ -53,6 +53,15 @@ layout is a rank-4 NVMMASharedLayout (128-byte swizzle); the kernel reshapes the
 wgmma. Triton splits O's box into two [1, 64, 1, 64] stores (128 bf16 columns exceed the 128-byte swizzle
 span): encode each CUtensorMap with the box that tensordesc_meta records, not the block above.
 
+Varlen (varlen != 0, FP8 only; packed sequences with cu_seqlens as the Triton kernel's): the descriptors cover the
+packed q, k, o as [1, total, heads, head_dim] and the V^T row as [1, heads_kv, head_dim, row], and every partition
+offsets sequence b's blocks by its offsets (_sequence). The grid walks the blocks of the longest sequence for
+each sequence and skips those past a sequence's end. A Q block or K tile that runs past its sequence reads the
+next sequence's rows: Q rows that are never stored, K columns the softmax masks (a select, so their NaNs vanish).
+V^T tiles never leave the sequence: common/varlen.py pads each sequence's columns with zeros to 128. O rows of a
+sequence's last block go out through masked register stores (O, stride_os, stride_oh), not a TMA box, which would
+write the next sequence's rows. LSE stays [batch, heads_q, max_seqlen_q].
+
 Unlike Triton 3.6's tl.range(warp_specialize=True), the partitions here keep the row frame, so LSE is right.
 
 Persistent: at most one program per SM (the consumers' registers leave room for one CTA) walks the query
@@ -85,6 +94,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from common import numerics
 from common.key_range import keep_mask, key_range
+from common.varlen import varlen_range, varlen_vt_start
 
 LOG2E = gl.constexpr(numerics.LOG2E)
 LN2 = gl.constexpr(numerics.LN2)
@@ -105,17 +115,49 @@ CAUSAL_SECTION_BYTES = gl.constexpr(16 * 1024 * 1024)
 
 
 @gluon.jit
+def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, VARLEN: gl.constexpr):
+    """Where sequence b lives: (batch coordinate, its first q row, first key row, first V^T column, its query and
+    key lengths, bad). Dense: (b, 0, 0, 0, seqlen_q, seqlen_k, False). Varlen (packed, the descriptors' batch
+    dimension is 1): the offsets' rows, the V^T column from common/varlen.py, the lengths from the offsets. Offsets
+    that fail the checks (fmha_fwd_triton's, the V transpose's): no key is read, and the rows inside q get NaN.
+    VARLEN: whether the instance has the varlen path at all (FP8; BF16 refuses packed sequences)."""
+    bc = b
+    q_row = b * 0
+    k_row = b * 0
+    v_col = b * 0
+    sq = seqlen_q
+    sk = seqlen_k
+    bad = b < 0
+    if VARLEN:
+        if varlen != 0:
+            q_start, q_end, q_ok = varlen_range(cu_seqlens_q, b, total_q)
+            k_start, k_end, k_ok = varlen_range(cu_seqlens_k, b, total_k)
+            bad = ~q_ok | (q_end - q_start > seqlen_q) | ~k_ok | (k_end - k_start > seqlen_k)
+            bc = b * 0
+            q_row = gl.where(q_ok, q_start, 0)
+            sq = gl.where(q_ok, gl.minimum(q_end - q_start, seqlen_q), 0)
+            k_row = gl.where(bad, 0, k_start)
+            sk = gl.where(bad, 0, k_end - k_start)
+            v_col = varlen_vt_start(k_row, b)
+    return bc, q_row, k_row, v_col, sq, sk, bad
+
+
+@gluon.jit
 def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr):
+          cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
+          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
+          VARLEN: gl.constexpr):
     """Work item `tile` of the persistent schedule -> (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start,
-    lo_masked_end, full_end, n_end).
+    lo_masked_end, full_end, n_end, and _sequence's bc, q_row, k_row, v_col, sq, sk, bad).
 
     Full attention: query blocks fastest, so that the programs working at the same time share a head's K and V
     in L2. Causal: heads in sections whose K and V fit CAUSAL_SECTION_BYTES, and within a section the query
     blocks from the last (the longest rows) to the first, across the section's heads, so that long blocks
     start first and short ones fill the tail. (Longest-first across all heads at once: -13% at S=8192, K and V
     of 132 heads in flight; head by head: -30% at S=512, the tail unbalanced; docs/perf/NOTES.md.)
-    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included)."""
+    Varlen: the blocks of the longest sequence (seqlen_q) for every sequence; a block at or past its own sequence's
+    end (start_m >= sq) gets no key tiles (and stores nothing).
+    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included), per sequence."""
     if CAUSAL:
         kv_bytes = 2 * gl.maximum(seqlen_k, 1).to(gl.int64) * HEAD_DIM
         section = gl.maximum(CAUSAL_SECTION_BYTES // kv_bytes, 1).to(gl.int32)
@@ -131,45 +173,64 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
     b = bh // heads_q
     h = bh % heads_q
     start_m = pid_m * BLOCK_M
-    lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = key_range(start_m, seqlen_q, seqlen_k, window_left,
+    bc, q_row, k_row, v_col, sq, sk, bad = _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen,
+                                                     total_q, total_k, VARLEN)
+    lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = key_range(start_m, sq, sk, window_left,
                                                                         window_right, BLOCK_M, BLOCK_N, CAUSAL)
-    return b, h, h // group_size, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end
+    if VARLEN:
+        # A block past its sequence's end sees no key (its producer still loads the block's Q rows, and its
+        # consumers store none of them): the same flow as any block, no branch around it.
+        past_end = start_m >= sq
+        lo_masked_end = gl.where(past_end, n_start, lo_masked_end)
+        full_end = gl.where(past_end, n_start, full_end)
+        n_end = gl.where(past_end, n_start, n_end)
+    return (b, h, h // group_size, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
+            bc, q_row, k_row, v_col, sq, sk, bad)
 
 
 @gluon.jit
 def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
+              cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
               HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
               NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
     one), then its K and V^T tiles through the ring. `it` counts ring slots across tiles, so the next tile's
-    K and V stream in while the consumers finish the current one."""
+    K and V stream in while the consumers finish the current one. Varlen: rows are the packed tensors' (the
+    descriptors' batch dimension is 1); a Q block or K tile that runs past its sequence reads the next sequence's
+    rows, which the consumers never store (Q) or mask out of the softmax (K); V^T tiles stay inside the
+    sequence's zero-padded columns (common/varlen.py)."""
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
     batch_heads = batch * heads_q
     it = 0
     count = 0
     for tile in range(gl.program_id(0), num_m_blocks * batch_heads, gl.num_programs(0)):
-        b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = _tile(
+        (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
+         bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-            BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
+            cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL,
+            not V_NATURAL)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through.
         mbarrier.wait(q_empty, (count & 1) ^ 1)
         mbarrier.expect(q_ready, q_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(q_desc, [b, start_m, h, 0], q_ready, q_smem)
+        tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m, h, 0], q_ready, q_smem)
         for start_n in range(n_start, n_end, BLOCK_N):
             s = it % NUM_STAGES
             phase = (it // NUM_STAGES) & 1
             mbarrier.wait(k_empty.index(s), phase ^ 1)
-            # Rows past seqlen_k are zero-filled by TMA and still count toward the transaction bytes.
+            # Rows past the tensor's end are zero-filled by TMA and still count toward the transaction bytes.
             mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc, [b, start_n, h_kv, 0], k_ready.index(s), k_bufs.index(s))
+            tma.async_copy_global_to_shared(k_desc, [bc, k_row + start_n, h_kv, 0], k_ready.index(s),
+                                            k_bufs.index(s))
             mbarrier.wait(v_empty.index(s), phase ^ 1)
             mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
             if V_NATURAL:  # BF16: V itself, [batch, seqlen_k, heads_kv, HEAD_DIM]
-                tma.async_copy_global_to_shared(vt_desc, [b, start_n, h_kv, 0], v_ready.index(s), v_bufs.index(s))
+                tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], v_ready.index(s),
+                                                v_bufs.index(s))
             else:
-                tma.async_copy_global_to_shared(vt_desc, [b, h_kv, 0, start_n], v_ready.index(s), v_bufs.index(s))
+                tma.async_copy_global_to_shared(vt_desc, [bc, h_kv, 0, v_col + start_n], v_ready.index(s),
+                                                v_bufs.index(s))
             it += 1
         count += 1
 
@@ -375,13 +436,28 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
 
 
 @gluon.jit
+def _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, row, h, PARTS: gl.constexpr, NUM_PARTS: gl.constexpr,
+             PV_N: gl.constexpr):
+    """O = acc * inv_l through shared memory and a TMA store at packed row `row` (TMA drops the rows past a dense
+    call's seqlen_q); the store completes under the next tile's work."""
+    if PARTS:
+        for c in gl.static_range(NUM_PARTS):
+            o_tile.slice(c * PV_N, PV_N, dim=1).store((acc[c] * inv_l[:, None]).to(o_desc.dtype))
+    else:
+        o_tile.store((acc * inv_l[:, None]).to(o_desc.dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [bc, row, h, 0], o_smem)
+
+
+@gluon.jit
 def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
-              heads_q, group_size, write_lse, window_left, window_right, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
+              heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh, cu_seqlens_q,
+              cu_seqlens_k, varlen, total_q, total_k, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
               BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
@@ -423,9 +499,11 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     it = 0  # ring slots consumed, across tiles (the producer counts the same way)
     count = 0  # tiles done
     for tile in range(gl.program_id(0), num_m_blocks * batch_heads, gl.num_programs(0)):
-        b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = _tile(
+        (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
+         bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-            BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL)
+            cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL,
+            not V_NATURAL)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
         qd_base = (q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
@@ -438,7 +516,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             # the k descales go per key column (_softmax_tile).
             gl.static_assert(WG_M == DESCALE_BLOCK, "a q descale block is one warpgroup's rows")
             # The second warpgroup's rows may all lie past seqlen_q (no descale block there): 1.0, unused.
-            qd = gl.load(qd_base + (row0 // DESCALE_BLOCK).to(gl.int64) * q_descale_stride_blk, mask=row0 < seqlen_q,
+            qd = gl.load(qd_base + (row0 // DESCALE_BLOCK).to(gl.int64) * q_descale_stride_blk, mask=row0 < sq,
                          other=1.0)
             qk_scale = softmax_scale * qd * LOG2E
         else:
@@ -470,7 +548,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                 start_n = n_start + j * BLOCK_N
                 p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end,
                                                            full_end, offs_m, qk_scale, lo_off, hi_off,
-                                                           seqlen_k, kd_base, k_descale_stride_blk, CAUSAL,
+                                                           sk, kd_base, k_descale_stride_blk, CAUSAL,
                                                            PV_N, BLOCK_N,
                                                            KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
                                                            V_NATURAL)
@@ -501,7 +579,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             start_n = n_start + (n_tiles - 1) * BLOCK_N
             p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
                                                        lo_masked_end, full_end, offs_m,
-                                                       qk_scale, lo_off, hi_off, seqlen_k, kd_base,
+                                                       qk_scale, lo_off, hi_off, sk, kd_base,
                                                        k_descale_stride_blk, CAUSAL,
                                                        PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                                                        BLOCK_DESCALE, V_NATURAL)
@@ -523,7 +601,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         count += 1
 
         # O = acc / l * v_descale (the frame cancels). l == 0: no key seen, O = 0, LSE = -inf. NaN fails every
-        # comparison, so a NaN row keeps NaN in both.
+        # comparison, so a NaN row keeps NaN in both (and a varlen sequence whose offsets fail the checks gets it).
+        l_i = gl.where(bad, float("nan"), l_i)
         no_keys = l_i == 0.0
         inv_l = gl.where(no_keys, 0.0, vd / gl.where(no_keys, 1.0, l_i))
         inv_l = gl.convert_layout(inv_l, gl.SliceLayout(1, o_layout))
@@ -537,14 +616,23 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         else:
             # The previous tile's store must have read o_smem before it is overwritten.
             tma.store_wait(pendings=0)
-        if PARTS:
-            for c in gl.static_range(NUM_PARTS):
-                o_tile.slice(c * PV_N, PV_N, dim=1).store((acc[c] * inv_l[:, None]).to(o_desc.dtype))
+        if V_NATURAL:  # BF16: no varlen (the host refuses it)
+            _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, q_row + row0, h, PARTS, NUM_PARTS, PV_N)
+        elif (varlen != 0) & (row0 + WG_M > sq):
+            # Varlen, this warpgroup's rows reach past its sequence: the packed O's next rows are another
+            # sequence's, which a TMA box would overwrite; stores from registers, masked to the sequence.
+            rows = row0 + gl.arange(0, WG_M, layout=gl.SliceLayout(1, o_layout))
+            cols = gl.arange(0, PV_N, layout=gl.SliceLayout(0, o_layout))
+            o_rows = O + (q_row + rows).to(gl.int64)[:, None] * stride_os + h.to(gl.int64) * stride_oh
+            if PARTS:
+                for c in gl.static_range(NUM_PARTS):
+                    gl.store(o_rows + (c * PV_N + cols)[None, :], (acc[c] * inv_l[:, None]).to(o_desc.dtype),
+                             mask=(rows < sq)[:, None])
+            else:
+                gl.store(o_rows + cols[None, :], (acc * inv_l[:, None]).to(o_desc.dtype),
+                         mask=(rows < sq)[:, None])
         else:
-            o_tile.store((acc * inv_l[:, None]).to(o_desc.dtype))
-        fence_async_shared()
-        # TMA drops the rows past seqlen_q; the store completes under the next tile's work.
-        tma.async_copy_shared_to_global(o_desc, [b, row0, h, 0], o_smem)
+            _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, q_row + row0, h, PARTS, NUM_PARTS, PV_N)
         if O_SHARED:
             tma.store_wait(pendings=0)  # the store has read o_smem: the other warpgroup may write it
             mbarrier.arrive(o_free, count=1)
@@ -552,7 +640,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         # LSE: [batch, heads_q, seqlen_q] float32, natural log; write_lse is a runtime flag.
         lse = gl.where(no_keys, float("-inf"), (f_i + gl.log2(gl.where(no_keys, 1.0, l_i))) * LN2)
         lse_ptr = LSE + bh.to(gl.int64) * seqlen_q + offs_m
-        gl.store(lse_ptr, lse, mask=(offs_m < seqlen_q) & (write_lse != 0))
+        gl.store(lse_ptr, lse, mask=(offs_m < sq) & (write_lse != 0))
     tma.store_wait(pendings=0)
 
 
@@ -563,7 +651,8 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
                q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
                k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
                q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-               seqlen_k, heads_q, group_size, write_lse, window_left, window_right, HEAD_DIM: gl.constexpr,
+               seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh,
+               cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, HEAD_DIM: gl.constexpr,
                BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
@@ -574,7 +663,8 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
-              heads_q, group_size, write_lse, window_left, window_right, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+              heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh, cu_seqlens_q,
+              cu_seqlens_k, varlen, total_q, total_k, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
               NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)
 
 
@@ -590,6 +680,7 @@ def fmha_fwd_gluon_kernel(
     softmax_scale,
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
     batch,
+    O, stride_os, stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
@@ -646,7 +737,8 @@ def fmha_fwd_gluon_kernel(
                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
                      q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-                     seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
+                     seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh,
+                     cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                      BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, o_free,
@@ -655,10 +747,12 @@ def fmha_fwd_gluon_kernel(
                       v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
                       k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
                       q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right,
+                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os,
+                      stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
                       HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                       BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                     v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, HEAD_DIM,
+                     v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
+                     cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, HEAD_DIM,
                      BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL)),
     ], [4, 1], [240, 24])

@@ -36,7 +36,8 @@ query row); the others read one q and one k descale per program (the block strid
 
 INT8 Q.K^T (Q and K int8, V e4m3; the "int8_qk" accuracy mode, with per-block descales from the quantize
 operation): the dot accumulates in int32 (exact: |q . k| <= 127^2 * 256 < 2^22, so the float32 conversion,
-an integer add rather than I2F, is exact too), and P.V stays FP8 with the same per-tile P rounding and two-level accumulation.
+an integer add rather than I2F, is exact too), and P.V stays FP8 with the same per-tile P rounding and two-level
+accumulation.
 """
 
 import triton

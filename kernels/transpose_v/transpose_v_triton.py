@@ -19,17 +19,16 @@ positions whose key is past seqlen hold zeros.
 
 Varlen (varlen != 0; packed sequences, V [total, heads_kv, HEAD_DIM] with stride_vb = 0): sequence b's keys
 are cu_seqlens[b] .. cu_seqlens[b + 1] - 1, seqlen is the longest length (the grid's) and seqlen_pad the length
-of a V^T row, [heads_kv, HEAD_DIM, seqlen_pad]. Sequence b goes to columns from roundup16(cu_seqlens[b]) + 16 b
-on, so that every sequence starts 16-byte aligned (the attention kernel's TMA base) without overlapping the
-previous one; each sequence's columns are written up to its length rounded up to 16 (zeros past the length:
-whole 16-byte stores), the rest of the gap is not written (the attention kernel's TMA clips each sequence at its
-length and never reads past it). Not with KEY_PERMUTED.
+of a V^T row, [heads_kv, HEAD_DIM, seqlen_pad]. Sequence b goes to the columns from common/varlen.py's
+varlen_vt_start (aligned to VT_ALIGN = 128, with a gap of VT_ALIGN per sequence), written with zeros up to its
+length rounded up to VT_ALIGN: an attention key tile of a sequence then reads its keys and zeros, never another
+sequence's bytes. KEY_PERMUTED works the same way (each sequence's 32-key blocks start on its first key).
 """
 
 import triton
 import triton.language as tl
 
-from common.varlen import varlen_range, varlen_vt_start
+from common.varlen import VT_ALIGN, varlen_range, varlen_vt_start
 
 
 @triton.jit
@@ -44,8 +43,8 @@ def transpose_v_kernel(
     # tiles per program with software pipelining measured 1.8 TB/s (docs/perf/NOTES.md).
     # One-dimensional grid, sequence blocks fastest (no grid-y limit on batch * heads_kv).
     num_s_blocks = tl.cdiv(seqlen_pad, BLOCK_S)
-    if varlen != 0:
-        num_s_blocks = tl.cdiv(seqlen, BLOCK_S)
+    if varlen != 0:  # the longest sequence's columns with their zero padding (the host's grid counts the same)
+        num_s_blocks = tl.cdiv((seqlen + VT_ALIGN - 1) // VT_ALIGN * VT_ALIGN, BLOCK_S)
     pid = tl.program_id(0)
     pid_s = pid % num_s_blocks
     bh = pid // num_s_blocks
@@ -62,9 +61,9 @@ def transpose_v_kernel(
         bad = ~ok | (k_end - k_start > seqlen)
         k_start = tl.where(bad, 0, k_start)
         length = tl.where(bad, 0, k_end - k_start)
-        # Rounded up to 16 columns (zeros past the sequence, inside the gap before the next one's start): a limit
-        # with no known divisibility made every store a single byte (5x slower, measured on the H200).
-        store_limit = (length + 15) // 16 * 16
+        # Zeros past the sequence up to VT_ALIGN columns (inside the gap before the next one's start); a
+        # limit with no known divisibility made every store a single byte (5x slower, measured on the H200).
+        store_limit = (length + VT_ALIGN - 1) // VT_ALIGN * VT_ALIGN
         dst_row = h.to(tl.int64) * HEAD_DIM * seqlen_pad + varlen_vt_start(k_start, b)
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)

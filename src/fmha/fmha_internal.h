@@ -97,12 +97,16 @@ Status run_plan(FmhaFwdPlan const& plan, StreamHandle stream);
 
 /// Packs a V transpose of v (any strides, head_dim contiguous) into vt with rows of seqlen_pad elements. Varlen
 /// (cu_seqlens non-null, v packed [total_k, heads, head_dim]): one row of seqlen_pad = varlen_vt_row(total_k,
-/// batch) elements per (head, d), sequence b from roundup16(cu_seqlens[b]) + 16 b; seqlen is the longest length.
+/// batch) elements per (head, d), sequence b from varlen_vt_start (kernels/common/varlen.py); seqlen is the longest length.
 Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
                       int64_t seqlen_pad, int32_t const* cu_seqlens, int64_t total, CUfunction* function,
                       runtime::LaunchConfig* launch, runtime::ParamPack* params);
 
-/// The varlen V^T row length: every sequence's keys, each sequence starting 16-byte aligned.
+/// Varlen V^T: each sequence's columns start on a multiple of this and hold zeros up to its length rounded up to
+/// it, so that no attention key tile reaches another sequence (kernels/common/varlen.py VT_ALIGN, the same value).
+inline constexpr int64_t kVarlenVtAlign = 128;
+
+/// The varlen V^T row length: every sequence's keys, each sequence starting on a multiple of kVarlenVtAlign.
 int64_t varlen_vt_row(int64_t total_k, int64_t batch);
 
 }  // namespace fp8attn::fmha::detail

@@ -26,44 +26,66 @@ char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) 
 /// [batch, seqlen_k, heads_kv, head_dim] with strides (vb, vs, vh, 1).
 /// vt_extent: V^T's sequence extent for TMA: seqlen_k for a caller's sequence-contiguous V (TMA's zero fill
 /// past it keeps the caller's padding, possibly NaN, out of P.V), the padded length for the V^T fp8attn wrote
-/// (its padding is zeros, and a key-permuted V^T holds keys < seqlen_k at positions past it).
+/// (its padding is zeros, and a key-permuted V^T holds keys < seqlen_k at positions past it); varlen: the whole
+/// V^T row (each sequence's columns zero-padded to kVarlenVtAlign, so no tile reaches the next sequence).
+/// Varlen (packed sequences, FP8 only): the descriptors cover the packed q, k, o as [1, total, heads, head_dim]
+/// and the V^T row as [1, heads_kv, head_dim, row]; the kernel offsets each sequence by cu_seqlens and stores the
+/// rows of a sequence's last block from registers (O's pointer and strides), masked to the sequence.
 template <typename FillCommon>
 Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstance const& instance, void const* v_ptr,
                   int64_t vb, int64_t vh, int64_t vs, int64_t vt_extent, FillCommon const& fill_common,
                   runtime::ParamPack* pack) {
   FmhaProblem const& p = args.problem;
   if (instance.num_tensor_descs != 4) return Status(StatusCode::kErrorInternal, "gluon fmha: expected 4 descriptors");
+  bool const varlen = args.varlen();
+  bool const v_natural = !fmha_config(instance).v_transposed;
+  if (varlen && v_natural) return Status(StatusCode::kErrorInternal, "gluon fmha: varlen reads the V^T (FP8)");
   int64_t const d = p.head_dim;
-  // TMA cannot describe an empty dimension: with seqlen_k == 0 the kernel loads no K/V tile (its seqlen_k
-  // scalar stays 0), so the maps only need to be valid.
-  int64_t const sk = std::max<int64_t>(p.seqlen_k, 1);
+  // TMA cannot describe an empty dimension: with seqlen_k == 0 (or no packed keys) the kernel loads no K/V tile,
+  // so the maps only need to be valid.
+  int64_t const batch = varlen ? 1 : p.batch;
+  int64_t const sq = varlen ? std::max<int64_t>(args.total_q, 1) : p.seqlen_q;
+  int64_t const sk = std::max<int64_t>(varlen ? args.total_k : p.seqlen_k, 1);
+  // A batch dimension of 1 never steps, but its stride must still be a valid one.
+  int64_t const qb = varlen ? args.q.stride_s * sq : args.q.stride_b;
+  int64_t const kb = varlen ? args.k.stride_s * sk : args.k.stride_b;
+  int64_t const ob = varlen ? args.o.stride_s * sq : args.o.stride_b;
   generated::FmhaFwdGluonParams kp;
   fill_common(kp);
   kp.batch = p.batch;  // the persistent kernel counts its query blocks itself
+  kp.O = args.o.ptr;
+  kp.stride_os = args.o.stride_s;
+  kp.stride_oh = args.o.stride_h;
+  if (varlen) {
+    kp.cu_seqlens_q = args.cu_seqlens_q;
+    kp.cu_seqlens_k = args.cu_seqlens_k;
+    kp.varlen = 1;
+    kp.total_q = static_cast<int32_t>(args.total_q);
+    kp.total_k = static_cast<int32_t>(args.total_k);
+  }
   TensorDescMeta const* m = instance.tensor_descs;
-  if (Status s = runtime::make_tensor_map_param(driver, m[0], args.q.ptr, {p.batch, p.seqlen_q, p.heads_q, d},
-                                                {args.q.stride_b, args.q.stride_s, args.q.stride_h, 1}, &kp.q_desc);
+  if (Status s = runtime::make_tensor_map_param(driver, m[0], args.q.ptr, {batch, sq, p.heads_q, d},
+                                                {qb, args.q.stride_s, args.q.stride_h, 1}, &kp.q_desc);
       !s) {
     return s;
   }
-  if (Status s = runtime::make_tensor_map_param(driver, m[1], args.k.ptr, {p.batch, sk, p.heads_kv, d},
-                                                {args.k.stride_b, args.k.stride_s, args.k.stride_h, 1}, &kp.k_desc);
+  if (Status s = runtime::make_tensor_map_param(driver, m[1], args.k.ptr, {batch, sk, p.heads_kv, d},
+                                                {kb, args.k.stride_s, args.k.stride_h, 1}, &kp.k_desc);
       !s) {
     return s;
   }
   // FP8 reads V^T [batch, heads_kv, head_dim, extent]; BF16 reads V as given, [batch, seqlen_k, heads_kv, head_dim]
   // (16-bit wgmma takes a head_dim-contiguous B operand).
-  bool const v_natural = !fmha_config(instance).v_transposed;
   if (Status s = v_natural ? runtime::make_tensor_map_param(driver, m[2], v_ptr, {p.batch, sk, p.heads_kv, d},
                                                             {vb, vs, vh, 1}, &kp.vt_desc)
                            : runtime::make_tensor_map_param(driver, m[2], v_ptr,
-                                                            {p.batch, p.heads_kv, d, std::max(vt_extent, sk)},
-                                                            {vb, vh, vs, 1}, &kp.vt_desc);
+                                                            {batch, p.heads_kv, d, std::max(vt_extent, sk)},
+                                                            {varlen ? vh * p.heads_kv : vb, vh, vs, 1}, &kp.vt_desc);
       !s) {
     return s;
   }
-  if (Status s = runtime::make_tensor_map_param(driver, m[3], args.o.ptr, {p.batch, p.seqlen_q, p.heads_q, d},
-                                                {args.o.stride_b, args.o.stride_s, args.o.stride_h, 1}, &kp.o_desc);
+  if (Status s = runtime::make_tensor_map_param(driver, m[3], args.o.ptr, {batch, sq, p.heads_q, d},
+                                                {ob, args.o.stride_s, args.o.stride_h, 1}, &kp.o_desc);
       !s) {
     return s;
   }
@@ -93,8 +115,8 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
   unsigned __int128 offset = 0;
   auto align = [](unsigned __int128 x) { return (x + 255) / 256 * 256; };
   if (w.transpose_v) {
-    // Varlen: one V^T row over every sequence, each starting 16-byte aligned (roundup16(cu_seqlens_k[b]) + 16 b,
-    // kernels/transpose_v/transpose_v_triton.py), as one "batch".
+    // Varlen: one V^T row over every sequence, each starting on a multiple of kVarlenVtAlign columns
+    // (kernels/common/varlen.py varlen_vt_start), as one "batch".
     w.seqlen_pad = args.varlen() ? varlen_vt_row(args.total_k, p.batch) : padded_seqlen(p.seqlen_k);
     unsigned __int128 const vt = static_cast<unsigned __int128>(args.varlen() ? 1 : p.batch) * p.heads_kv *
                                  p.head_dim * w.seqlen_pad * size_of(p.input_type);
@@ -115,7 +137,9 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
   return w;
 }
 
-int64_t varlen_vt_row(int64_t total_k, int64_t batch) { return (total_k + 15) / 16 * 16 + 16 * batch; }
+int64_t varlen_vt_row(int64_t total_k, int64_t batch) {
+  return (total_k + kVarlenVtAlign - 1) / kVarlenVtAlign * kVarlenVtAlign + kVarlenVtAlign * batch;
+}
 
 Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
                       int64_t seqlen_pad, int32_t const* cu_seqlens, int64_t total, CUfunction* function,
@@ -163,8 +187,10 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
     tp.pack(*params);
   }
   int64_t const block_s = transpose_config(instance).block_s;
-  // Varlen: blocks of the longest sequence per (sequence, head); dense: of the padded row.
-  int64_t const programs = ((cu_seqlens ? seqlen : seqlen_pad) + block_s - 1) / block_s * batch * heads;
+  // Varlen: blocks of the longest sequence with its zero padding (to kVarlenVtAlign) per (sequence, head); dense:
+  // of the padded row.
+  int64_t const columns = cu_seqlens ? (seqlen + kVarlenVtAlign - 1) / kVarlenVtAlign * kVarlenVtAlign : seqlen_pad;
+  int64_t const programs = (columns + block_s - 1) / block_s * batch * heads;
   *launch = runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(programs));
   return Status::success();
 }
@@ -244,7 +270,9 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
   plan->attention_params.clear();
   if (instance.family == library::KernelFamily::kGluon) {
     // The padded length where the V^T is fp8attn's own (written here, or given as v_key_permuted).
-    int64_t const vt_extent = w.transpose_v || args.v_key_permuted ? padded_seqlen(p.seqlen_k) : p.seqlen_k;
+    int64_t const vt_extent = args.varlen()                            ? w.seqlen_pad
+                              : w.transpose_v || args.v_key_permuted ? padded_seqlen(p.seqlen_k)
+                                                                     : p.seqlen_k;
     if (Status s = pack_gluon(*driver, args, instance, v_ptr, vb, vh, vs, vt_extent, fill_common,
                               &plan->attention_params);
         !s) {

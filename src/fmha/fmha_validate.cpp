@@ -249,7 +249,7 @@ Status validate(Arguments const& args) {
     }
     if (varlen_vt_row(args.total_k, b) > INT32_MAX) {
       return invalid("total_k=" + num(args.total_k) + " keys of batch=" + num(b) +
-                     " sequences: the varlen V^T row (16-byte aligned per sequence) passes 2^31 elements");
+                     " sequences: the varlen V^T row (128-column aligned per sequence) passes 2^31 elements");
     }
     if (args.q_descale.stride_block != 0 || args.k_descale.stride_block != 0) {
       return invalid("per-block descales (stride_block) with varlen: blocks would straddle sequences");

@@ -521,8 +521,8 @@ int main() {
       std::string name;
       CHECK(Fmha::select_kernel(a, &name).ok() && !contains(name, "_gluon") && !contains(name, "_evenn"),
             "varlen pick: " + name);
-      // V^T: 8 heads x 128 rows of roundup16(5000) + 16 * 3 = 5056 keys.
-      CHECK(Fmha::get_workspace_size(a) >= size_t(8) * 128 * 5056, "varlen V^T workspace: " +
+      // V^T: 8 heads x 128 rows of roundup128(5000) + 128 * 3 = 5504 keys.
+      CHECK(Fmha::get_workspace_size(a) >= size_t(8) * 128 * 5504, "varlen V^T workspace: " +
                                                                    std::to_string(Fmha::get_workspace_size(a)));
     }
     // BF16 likewise: the Gluon BF16 instances come first in the manifest for dense calls, not for packed ones.
@@ -533,6 +533,25 @@ int main() {
     if (applicable("bf16 varlen is not run by gluon", {&bf16_causal})) {
       std::string name;
       CHECK(Fmha::select_kernel(b16, &name).ok() && !contains(name, "_gluon"), "bf16 varlen pick: " + name);
+    }
+    // Forced by name: the Gluon FP8 instances take packed sequences (V^T zero-padded per sequence); the Gluon BF16
+    // ones read V as given and refuse them, naming why.
+    Need const gluon_fp8_causal = instance(DataType::kE4M3, 128, true, "gluon vkperm", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kGluon && op.v_key_permuted;
+    });
+    if (applicable("varlen on a gluon FP8 instance by name", {&gluon_fp8_causal})) {
+      auto g = a;
+      g.kernel_name = name_of(gluon_fp8_causal);
+      expect_ok(g, "varlen FP8 causal on " + g.kernel_name, {&gluon_fp8_causal});
+    }
+    Need const gluon_bf16_causal = instance(DataType::kBF16, 128, true, "gluon", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kGluon;
+    });
+    if (applicable("varlen refused by a gluon BF16 instance by name", {&gluon_bf16_causal})) {
+      auto g = b16;
+      g.kernel_name = name_of(gluon_bf16_causal);
+      expect_error(g, StatusCode::kErrorNotSupported, "no per-sequence offsets (gluon bf16)", "varlen on gluon bf16",
+                   {&gluon_bf16_causal});
     }
     auto one = a;
     one.cu_seqlens_k = nullptr;

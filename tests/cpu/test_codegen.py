@@ -188,6 +188,16 @@ class TuningTable(unittest.TestCase):
 
 
 class Manifest(unittest.TestCase):
+    def test_varlen_vt_alignment_is_one_number(self):
+        """kernels/common/varlen.py VT_ALIGN (the attention kernels and the V transpose) and
+        fmha::detail::kVarlenVtAlign (the runtime's V^T row size and transpose grid)."""
+        from common.varlen import VT_ALIGN
+
+        header = (ROOT / "src" / "fmha" / "fmha_internal.h").read_text()
+        m = re.search(r"kVarlenVtAlign = (\d+);", header)
+        self.assertIsNotNone(m)
+        self.assertEqual(int(m.group(1)), VT_ALIGN.value)
+
     def test_descale_block_is_one_number(self):
         """kernels/common/numerics.py DESCALE_BLOCK_TOKENS (the kernels) and fmha::kDescaleBlockTokens (C++)."""
         from common.numerics import DESCALE_BLOCK_TOKENS

@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import triton  # noqa: E402
 
 from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK, INT8_QMAX  # noqa: E402
+from common.varlen import VT_ALIGN  # noqa: E402
 from fmha_fwd.fmha_fwd_triton import fmha_fwd_kernel  # noqa: E402
 from transpose_v.transpose_v_triton import transpose_v_kernel  # noqa: E402
 
@@ -188,14 +189,31 @@ class WindowAndSoftcap(unittest.TestCase):
 
 
 
+ALIGN = VT_ALIGN.value
+
+
+def roundup(x, m=ALIGN):
+    return (int(x) + m - 1) // m * m
+
+
 def varlen_vt_offsets(cu_k):
-    """Where sequence b's keys start in the varlen V^T rows: roundup16(cu_k[b]) + 16 b (the kernel's formula)."""
-    return [(int(c) + 15) // 16 * 16 + 16 * b for b, c in enumerate(cu_k[:-1])]
+    """Where sequence b's keys start in the varlen V^T rows: roundup(cu_k[b], 128) + 128 b (the kernel's formula)."""
+    return [roundup(c) + ALIGN * b for b, c in enumerate(cu_k[:-1])]
+
+
+def varlen_vt_row(total, batch):
+    """The V^T row length the runtime allocates (src/fmha/fmha_params.cpp varlen_vt_row)."""
+    return roundup(total) + ALIGN * batch
+
+
+def varlen_transpose_programs(max_len, batch, heads, block_s=64):
+    """transpose_v_kernel's varlen grid: the longest sequence's columns with their zero padding, per (b, head)."""
+    return triton.cdiv(roundup(max_len), block_s) * batch * heads
 
 
 class Varlen(unittest.TestCase):
     """Packed sequences (cu_seqlens): each sequence against float64 attention on its own, e4m3 (V^T with every
-    sequence's keys 16-byte aligned, the rows between sequences poisoned with NaN bytes that must never be read)
+    sequence's keys 128-column aligned, the rows between sequences poisoned with NaN bytes that must never be read)
     and bf16 (V as it is); causal (bottom-right per sequence) and not, GQA, lengths 0, 1, a block and more."""
 
     def run_case(self, lens_q, lens_k, causal, dtype, seed, hq=4, hkv=2, d=64):
@@ -211,7 +229,7 @@ class Varlen(unittest.TestCase):
             q8, k8, v8 = encode_e4m3(q / qd[0]), encode_e4m3(k / kd[0]), encode_e4m3(v / vd[0])
             qf, kf, vf = decode_e4m3(q8) * qd[0], decode_e4m3(k8) * kd[0], decode_e4m3(v8) * vd[0]
             offs = varlen_vt_offsets(cu_k)
-            total_pad = (tk + 15) // 16 * 16 + 16 * batch
+            total_pad = varlen_vt_row(tk, batch)
             vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)  # NaN between sequences: never read
             for b in range(batch):
                 vt[:, :, offs[b]:offs[b] + lens_k[b]] = v8[cu_k[b]:cu_k[b + 1]].transpose(1, 2, 0)
@@ -270,25 +288,34 @@ class Varlen(unittest.TestCase):
                 self.run_case([17, 0, 140], [17, 9, 300], causal, "bf16", seed=2)
 
     def test_varlen_transpose_layout(self):
-        """transpose_v_kernel with varlen: each sequence's V^T columns from roundup16(cu_k[b]) + 16 b, zeros up to
-        its length rounded to 16 (whole 16-byte stores), the gaps past that untouched; and the dense mode as before
-        (zero padding to seqlen_pad)."""
+        """transpose_v_kernel with varlen: each sequence's V^T columns from roundup(cu_k[b], 128) + 128 b, zeros up
+        to its length rounded to 128 (so no attention key tile reaches the next sequence), the gaps past that
+        untouched; in key order and key-permuted (positions 16h + 4t + 2j + e of each 32-key block hold key
+        16h + 8j + 2t + e of the sequence); and the dense mode as before (zero padding to seqlen_pad)."""
         rng = np.random.default_rng(4)
         lens, hkv, d = [5, 130, 0, 33], 2, 64
         cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
         total, batch = int(cu[-1]), len(lens)
         v8 = rng.integers(0, 0x7E, (total, hkv, d), dtype=np.uint8)
-        total_pad = (total + 15) // 16 * 16 + 16 * batch
-        vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
-        launch(transpose_v_kernel, triton.cdiv(max(lens), 64) * batch * hkv, V=HostTensor(v8, "uint8"),
-               VT=HostTensor(vt, "uint8"), seqlen=max(lens), seqlen_pad=total_pad, heads_kv=hkv,
-               stride_vb=0, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1, total=total,
-               HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
-        want = np.full_like(vt, 0x7F)
-        for b, off in enumerate(varlen_vt_offsets(cu)):
-            want[:, :, off:off + (lens[b] + 15) // 16 * 16] = 0
-            want[:, :, off:off + lens[b]] = v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)
-        self.assertTrue(np.array_equal(vt, want), "varlen V^T bytes (or a gap written)")
+        total_pad = varlen_vt_row(total, batch)
+        for permuted in (False, True):
+            vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
+            launch(transpose_v_kernel, varlen_transpose_programs(max(lens), batch, hkv), V=HostTensor(v8, "uint8"),
+                   VT=HostTensor(vt, "uint8"), seqlen=max(lens), seqlen_pad=total_pad, heads_kv=hkv,
+                   stride_vb=0, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1,
+                   total=total, HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=permuted)
+            want = np.full_like(vt, 0x7F)
+            for b, off in enumerate(varlen_vt_offsets(cu)):
+                want[:, :, off:off + roundup(lens[b])] = 0
+                seq = v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)  # [hkv, d, len]
+                for pos in range(roundup(lens[b], 32)):
+                    r = pos % 32
+                    key = pos - r + (r // 16) * 16 + ((r // 2) % 2) * 8 + ((r // 4) % 4) * 2 + r % 2 if permuted \
+                        else pos
+                    if key < lens[b]:
+                        want[:, :, off + pos] = seq[:, :, key]
+            with self.subTest(permuted=permuted):
+                self.assertTrue(np.array_equal(vt, want), "varlen V^T bytes (or a gap written)")
         dense = rng.integers(0, 0x7E, (2, 100, hkv, d), dtype=np.uint8)
         out = np.full((2, hkv, d, 128), 0x7F, np.uint8)
         launch(transpose_v_kernel, 2 * 2 * hkv, V=HostTensor(dense, "uint8"),
@@ -346,9 +373,9 @@ class Varlen(unittest.TestCase):
                               ([32, 64, 0, 32], [0]), ([0, 30, 70], [0, 1])):
             cu = np.array(cu_list, np.int32)
             batch = len(cu) - 1
-            total_pad = (70 + 15) // 16 * 16 + 16 * batch
+            total_pad = varlen_vt_row(70, batch)
             vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
-            launch(transpose_v_kernel, triton.cdiv(40, 64) * batch * hkv, V=HostTensor(v8, "uint8"),
+            launch(transpose_v_kernel, varlen_transpose_programs(40, batch, hkv), V=HostTensor(v8, "uint8"),
                    VT=HostTensor(vt, "uint8"), seqlen=40, seqlen_pad=total_pad, heads_kv=hkv, stride_vb=0,
                    stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1, total=70,
                    HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
@@ -358,8 +385,8 @@ class Varlen(unittest.TestCase):
                     seg = vt[:, :, offs[b]:offs[b] + cu[b + 1] - cu[b]]
                     self.assertTrue(np.array_equal(seg, v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)), f"sequence {b}")
                 # (The source bytes are below 0x7E, so every written byte differs from the 0x7F fill.)
-                self.assertEqual(int((vt != 0x7F).sum()),  # each good sequence: its length rounded up to 16
-                                 sum((int(cu[b + 1] - cu[b]) + 15) // 16 * 16 * hkv * d for b in good),
+                self.assertEqual(int((vt != 0x7F).sum()),  # each good sequence: its length rounded up to 128
+                                 sum(roundup(cu[b + 1] - cu[b]) * hkv * d for b in good),
                                  "bytes written only for the good sequences")
 
     def test_fp8_with_an_empty_last_sequence(self):
@@ -367,8 +394,8 @@ class Varlen(unittest.TestCase):
         self.run_case([20, 30, 0], [40, 50, 0], True, "e4m3", seed=7)
 
     def test_fp8_out_of_order_offsets(self):
-        """cu_k = [32, 64, 0, 32]: sequences 0 and 2 are each valid alone, but their V^T columns would coincide
-        (roundup16(c) + 16 b = 32). Sequence 2 sees its neighbour's larger offset and is NaN, as is sequence 1
+        """cu_k = [32, 64, 0, 32]: sequences 1 and 2 are each valid alone, but their V^T columns would coincide
+        (roundup(c, 128) + 128 b = 256). Sequence 2 sees its neighbour's larger offset and is NaN, as is sequence 1
         (64 > 0); sequence 0 is exact. The transpose and the attention kernel apply the same checks."""
         rng = np.random.default_rng(3)
         hq, hkv, d = 2, 1, 64
@@ -376,9 +403,9 @@ class Varlen(unittest.TestCase):
         q, k, v = (rng.standard_normal(s) for s in ((32, hq, d), (64, hkv, d), (64, hkv, d)))
         qd, kd, vd = (np.array([np.abs(x).max() / 448.0], np.float32) for x in (q, k, v))
         q8, k8, v8 = encode_e4m3(q / qd[0]), encode_e4m3(k / kd[0]), encode_e4m3(v / vd[0])
-        total_pad = 64 + 16 * 3
+        total_pad = varlen_vt_row(64, 3)
         vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
-        launch(transpose_v_kernel, 3 * hkv, V=HostTensor(v8, "uint8"), VT=HostTensor(vt, "uint8"), seqlen=32,
+        launch(transpose_v_kernel, varlen_transpose_programs(32, 3, hkv), V=HostTensor(v8, "uint8"), VT=HostTensor(vt, "uint8"), seqlen=32,
                seqlen_pad=total_pad, heads_kv=hkv, stride_vb=0, stride_vh=d, stride_vs=hkv * d,
                cu_seqlens=HostTensor(cu_k, "int32"), varlen=1, total=64, HEAD_DIM=d, BLOCK_S=64,
                KEY_PERMUTED=False)
