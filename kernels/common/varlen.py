@@ -4,11 +4,15 @@ V transpose, which must agree on both (src/fmha/fmha_params.cpp varlen_vt_row si
 import triton
 import triton.language as tl
 
-# Every sequence's V^T columns start on a multiple of VT_ALIGN and hold zeros up to its length rounded up to
-# VT_ALIGN: an attention key tile (at most 128 keys, starting on a multiple of its size) then never reaches
-# another sequence's columns, and the key-permuted order (32-key blocks) lines up with each sequence's keys.
-# fmha::detail::kVarlenVtAlign (src/fmha/fmha_internal.h) holds the same value (tests/cpu/test_codegen.py).
-VT_ALIGN = tl.constexpr(128)
+# The kernels' `varlen` argument: 0 for dense calls, else the V^T column alignment of every sequence (its columns
+# start on a multiple of it and hold zeros up to its length rounded up to it). The Triton attention kernel clips
+# each sequence with descriptors of its own and needs only 16-byte TMA bases: VT_ALIGN_TRITON. The Gluon kernel
+# reads the V^T through one descriptor, so a key tile (at most 128 keys, starting on a multiple of its size) must
+# never reach the next sequence's columns, and the key-permuted order's 32-key blocks must start on a sequence's
+# first key: VT_ALIGN_GLUON. fmha::detail::kVarlenVtAlignTriton / kVarlenVtAlignGluon (src/fmha/fmha_internal.h)
+# hold the same values (tests/cpu/test_codegen.py).
+VT_ALIGN_TRITON = 16
+VT_ALIGN_GLUON = 128
 
 
 @triton.jit
@@ -23,8 +27,8 @@ def varlen_range(cu_seqlens, b, total):
 
 
 @triton.jit
-def varlen_vt_start(k_start, b):
-    """The first V^T column of sequence b: roundup(k_start, VT_ALIGN) + VT_ALIGN * b, so that every sequence starts
-    aligned (its TMA base, its 32-key blocks) and its zero-padded columns, up to roundup(length, VT_ALIGN), do
-    not overlap the next sequence's."""
-    return (k_start + VT_ALIGN - 1) // VT_ALIGN * VT_ALIGN + VT_ALIGN * b
+def varlen_vt_start(k_start, b, align):
+    """The first V^T column of sequence b: roundup(k_start, align) + align * b (align: the kernels' varlen
+    argument), so that every sequence starts aligned and its zero-padded columns, up to roundup(length, align),
+    do not overlap the next sequence's."""
+    return (k_start + align - 1) // align * align + align * b

@@ -53,12 +53,13 @@ layout is a rank-4 NVMMASharedLayout (128-byte swizzle); the kernel reshapes the
 wgmma. Triton splits O's box into two [1, 64, 1, 64] stores (128 bf16 columns exceed the 128-byte swizzle
 span): encode each CUtensorMap with the box that tensordesc_meta records, not the block above.
 
-Varlen (varlen != 0, FP8 only; packed sequences with cu_seqlens as the Triton kernel's): the descriptors cover the
-packed q, k, o as [1, total, heads, head_dim] and the V^T row as [1, heads_kv, head_dim, row], and every partition
-offsets sequence b's blocks by its offsets (_sequence). The grid walks the blocks of the longest sequence for
+Varlen (varlen != 0, FP8 up to head_dim 128; packed sequences with cu_seqlens as the Triton kernel's; the host
+passes the V^T alignment, 128, as `varlen`): the descriptors cover the packed q, k, o as [1, total, heads,
+head_dim] and the V^T row as [1, heads_kv, head_dim, row], and every partition offsets sequence b's blocks by its
+offsets (_sequence). The grid walks the blocks of the longest sequence for
 each sequence and skips those past a sequence's end. A Q block or K tile that runs past its sequence reads the
 next sequence's rows: Q rows that are never stored, K columns the softmax masks (a select, so their NaNs vanish).
-V^T tiles never leave the sequence: common/varlen.py pads each sequence's columns with zeros to 128. O rows of a
+V^T tiles never leave the sequence: the transpose pads each sequence's columns with zeros to 128. O rows of a
 sequence's last block go out through masked register stores (O, stride_os, stride_oh), not a TMA box, which would
 write the next sequence's rows. LSE stays [batch, heads_q, max_seqlen_q].
 
@@ -120,7 +121,8 @@ def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q
     key lengths, bad). Dense: (b, 0, 0, 0, seqlen_q, seqlen_k, False). Varlen (packed, the descriptors' batch
     dimension is 1): the offsets' rows, the V^T column from common/varlen.py, the lengths from the offsets. Offsets
     that fail the checks (fmha_fwd_triton's, the V transpose's): no key is read, and the rows inside q get NaN.
-    VARLEN: whether the instance has the varlen path at all (FP8; BF16 refuses packed sequences)."""
+    VARLEN: whether the instance has the varlen path at all (FP8 up to head_dim 128; BF16 and head_dim 256 refuse
+    packed sequences: BF16 reads V as given, and at 256 the path's registers made the dense instances spill more)."""
     bc = b
     q_row = b * 0
     k_row = b * 0
@@ -138,7 +140,7 @@ def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q
             sq = gl.where(q_ok, gl.minimum(q_end - q_start, seqlen_q), 0)
             k_row = gl.where(bad, 0, k_start)
             sk = gl.where(bad, 0, k_end - k_start)
-            v_col = varlen_vt_start(k_row, b)
+            v_col = varlen_vt_start(k_row, b, varlen)  # varlen: the V^T alignment, 128 here (the host's)
     return bc, q_row, k_row, v_col, sq, sk, bad
 
 
@@ -201,6 +203,8 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     rows, which the consumers never store (Q) or mask out of the softmax (K); V^T tiles stay inside the
     sequence's zero-padded columns (common/varlen.py)."""
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
+    # The varlen path exists for FP8 up to head_dim 128 (_sequence).
+    VARLEN_PATH: gl.constexpr = not V_NATURAL and HEAD_DIM <= 128
     batch_heads = batch * heads_q
     it = 0
     count = 0
@@ -209,7 +213,7 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
             cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL,
-            not V_NATURAL)
+            VARLEN_PATH)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through.
         mbarrier.wait(q_empty, (count & 1) ^ 1)
@@ -494,6 +498,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
+    # The varlen path exists for FP8 up to head_dim 128 (_sequence).
+    VARLEN_PATH: gl.constexpr = not V_NATURAL and HEAD_DIM <= 128
     batch_heads = batch * heads_q
 
     it = 0  # ring slots consumed, across tiles (the producer counts the same way)
@@ -503,7 +509,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
             cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL,
-            not V_NATURAL)
+            VARLEN_PATH)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
         qd_base = (q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
@@ -616,7 +622,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         else:
             # The previous tile's store must have read o_smem before it is overwritten.
             tma.store_wait(pendings=0)
-        if V_NATURAL:  # BF16: no varlen (the host refuses it)
+        if not VARLEN_PATH:  # BF16 and head_dim 256: no varlen (the host refuses it)
             _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, q_row + row0, h, PARTS, NUM_PARTS, PV_N)
         elif (varlen != 0) & (row0 + WG_M > sq):
             # Varlen, this warpgroup's rows reach past its sequence: the packed O's next rows are another

@@ -184,8 +184,9 @@ def fmha_fwd_kernel(
     # Varlen (packed sequences, varlen != 0): sequence b's query rows start at cu_seqlens_q[b] of the packed q
     # and o, its keys at cu_seqlens_k[b] of k (the batch strides are 0); seqlen_q and seqlen_k come in as the
     # longest lengths (the grid's) and become this sequence's own. V^T (FP8) holds each sequence's keys from
-    # v_start = roundup16(cu_seqlens_k[b]) + 16 b, so that every sequence's TMA base is 16-byte aligned
-    # (transpose_v_kernel writes it so). LSE stays [batch, heads_q, max_seqlen_q].
+    # v_start = roundup(cu_seqlens_k[b], varlen) + varlen b (varlen: the alignment, 16 from the host for this
+    # kernel), so that every sequence's TMA base is 16-byte aligned (transpose_v_kernel writes it so). LSE stays
+    # [batch, heads_q, max_seqlen_q].
     # Offsets that are not monotonic, leave the packed tensors (total_q, total_k) or give a sequence longer than
     # the grid's lengths: nothing is read for that sequence; its rows, where its query range is inside q, get
     # NaN (O and LSE); outside, nothing is written.
@@ -203,7 +204,7 @@ def fmha_fwd_kernel(
         seqlen_q = tl.where(q_ok, tl.minimum(q_end - q_start, max_seqlen_q), 0)
         k_start = tl.where(bad_seq, 0, k_start)
         seqlen_k = tl.where(bad_seq, 0, k_end - k_start)
-        v_start = varlen_vt_start(k_start, b)
+        v_start = varlen_vt_start(k_start, b, varlen)
         # TMA cannot describe an empty dimension: an empty (or unusable) sequence's q and o descriptors cover row
         # 0 of q instead, which exists (the host launches nothing when total_q is 0); nothing is stored there.
         q_start = tl.where(seqlen_q > 0, q_start, 0)

@@ -19,16 +19,17 @@ positions whose key is past seqlen hold zeros.
 
 Varlen (varlen != 0; packed sequences, V [total, heads_kv, HEAD_DIM] with stride_vb = 0): sequence b's keys
 are cu_seqlens[b] .. cu_seqlens[b + 1] - 1, seqlen is the longest length (the grid's) and seqlen_pad the length
-of a V^T row, [heads_kv, HEAD_DIM, seqlen_pad]. Sequence b goes to the columns from common/varlen.py's
-varlen_vt_start (aligned to VT_ALIGN = 128, with a gap of VT_ALIGN per sequence), written with zeros up to its
-length rounded up to VT_ALIGN: an attention key tile of a sequence then reads its keys and zeros, never another
-sequence's bytes. KEY_PERMUTED works the same way (each sequence's 32-key blocks start on its first key).
+of a V^T row, [heads_kv, HEAD_DIM, seqlen_pad]. `varlen` is the columns' alignment (common/varlen.py: 16 for the
+Triton attention kernel, 128 for the Gluon one): sequence b goes to the columns from varlen_vt_start, written with
+zeros up to its length rounded up to the alignment, so that an attention key tile of a sequence reads its keys
+and zeros, never another sequence's bytes. KEY_PERMUTED works the same way (each sequence's 32-key blocks start
+on its first key; the Gluon alignment, a multiple of 32).
 """
 
 import triton
 import triton.language as tl
 
-from common.varlen import VT_ALIGN, varlen_range, varlen_vt_start
+from common.varlen import varlen_range, varlen_vt_start
 
 
 @triton.jit
@@ -44,7 +45,7 @@ def transpose_v_kernel(
     # One-dimensional grid, sequence blocks fastest (no grid-y limit on batch * heads_kv).
     num_s_blocks = tl.cdiv(seqlen_pad, BLOCK_S)
     if varlen != 0:  # the longest sequence's columns with their zero padding (the host's grid counts the same)
-        num_s_blocks = tl.cdiv((seqlen + VT_ALIGN - 1) // VT_ALIGN * VT_ALIGN, BLOCK_S)
+        num_s_blocks = tl.cdiv((seqlen + varlen - 1) // varlen * varlen, BLOCK_S)
     pid = tl.program_id(0)
     pid_s = pid % num_s_blocks
     bh = pid // num_s_blocks
@@ -61,10 +62,11 @@ def transpose_v_kernel(
         bad = ~ok | (k_end - k_start > seqlen)
         k_start = tl.where(bad, 0, k_start)
         length = tl.where(bad, 0, k_end - k_start)
-        # Zeros past the sequence up to VT_ALIGN columns (inside the gap before the next one's start); a
-        # limit with no known divisibility made every store a single byte (5x slower, measured on the H200).
-        store_limit = (length + VT_ALIGN - 1) // VT_ALIGN * VT_ALIGN
-        dst_row = h.to(tl.int64) * HEAD_DIM * seqlen_pad + varlen_vt_start(k_start, b)
+        # Zeros past the sequence up to the alignment (inside the gap before the next one's start), written as a
+        # multiple of 16 the compiler can see: a limit with no known divisibility made every store a single byte
+        # (5x slower, measured on the H200). The alignment is a multiple of 16.
+        store_limit = (length + varlen - 1) // varlen * varlen // 16 * 16
+        dst_row = h.to(tl.int64) * HEAD_DIM * seqlen_pad + varlen_vt_start(k_start, b, varlen)
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
     keys = offs_s

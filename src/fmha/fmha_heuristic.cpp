@@ -73,14 +73,22 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              "transpose writes (vkperm)";
     });
   }
-  // Gluon: packed sequences on the FP8 instances (V^T with each sequence zero-padded); BF16 reads V as given, where
-  // a tile past a sequence's end would reach the next sequence's rows.
-  bool const gluon_bf16 = instance.family == library::KernelFamily::kGluon && !k.v_transposed;
-  if (args.varlen() && (gluon_bf16 || k.even_n || k.warp_specialized)) {
+  // Gluon: packed sequences on the FP8 instances up to head_dim 128 (V^T with each sequence zero-padded); BF16 reads
+  // V as given, where a tile past a sequence's end would reach the next sequence's rows, and at head_dim 256 the
+  // varlen path is compiled out (its registers made the dense instances spill more).
+  bool const gluon = instance.family == library::KernelFamily::kGluon;
+  bool const gluon_no_varlen = gluon && (!k.v_transposed || k.head_dim > 128);
+  if (args.varlen() && (gluon_no_varlen || k.even_n || k.warp_specialized)) {
     return fail([&] {
       return std::string("varlen (cu_seqlens) but the instance has no per-sequence offsets (") +
-             (gluon_bf16 ? "gluon bf16" : k.even_n ? "evenn" : "warp-specialized") + ")";
+             (gluon_no_varlen ? (k.v_transposed ? "gluon head_dim 256" : "gluon bf16") : k.even_n ? "evenn"
+                                                                                           : "warp-specialized") +
+             ")";
     });
+  }
+  if (args.varlen() && gluon && args.total_k == 0) {
+    // Its K and V arrive as TMA descriptors over the packed tensors, which cannot describe an empty one.
+    return fail([] { return std::string("total_k=0 (no packed keys): the gluon instance takes K through TMA"); });
   }
   bool const window = args.window_left >= 0 || args.window_right >= 0;
   if (window && k.even_n) {

@@ -97,16 +97,23 @@ Status run_plan(FmhaFwdPlan const& plan, StreamHandle stream);
 
 /// Packs a V transpose of v (any strides, head_dim contiguous) into vt with rows of seqlen_pad elements. Varlen
 /// (cu_seqlens non-null, v packed [total_k, heads, head_dim]): one row of seqlen_pad = varlen_vt_row(total_k,
-/// batch) elements per (head, d), sequence b from varlen_vt_start (kernels/common/varlen.py); seqlen is the longest length.
+/// batch, align) elements per (head, d), sequence b from varlen_vt_start (kernels/common/varlen.py); seqlen is
+/// the longest length.
 Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
-                      int64_t seqlen_pad, int32_t const* cu_seqlens, int64_t total, CUfunction* function,
+                      int64_t seqlen_pad, int32_t const* cu_seqlens, int64_t total, int64_t align, CUfunction* function,
                       runtime::LaunchConfig* launch, runtime::ParamPack* params);
 
-/// Varlen V^T: each sequence's columns start on a multiple of this and hold zeros up to its length rounded up to
-/// it, so that no attention key tile reaches another sequence (kernels/common/varlen.py VT_ALIGN, the same value).
-inline constexpr int64_t kVarlenVtAlign = 128;
+/// Varlen V^T: each sequence's columns start on a multiple of the alignment and hold zeros up to its length rounded
+/// up to it (kernels/common/varlen.py, the same values; the kernels' `varlen` argument carries it). The Triton
+/// kernel clips each sequence with descriptors of its own and needs 16-byte TMA bases; the Gluon kernel reads one
+/// descriptor, so no key tile (<= 128 keys) may reach the next sequence's columns.
+inline constexpr int64_t kVarlenVtAlignTriton = 16;
+inline constexpr int64_t kVarlenVtAlignGluon = 128;
 
-/// The varlen V^T row length: every sequence's keys, each sequence starting on a multiple of kVarlenVtAlign.
-int64_t varlen_vt_row(int64_t total_k, int64_t batch);
+/// The V^T column alignment of `instance` for packed sequences.
+int64_t varlen_vt_align(KernelInstance const& instance);
+
+/// The varlen V^T row length: every sequence's keys, each sequence starting on a multiple of `align`.
+int64_t varlen_vt_row(int64_t total_k, int64_t batch, int64_t align);
 
 }  // namespace fp8attn::fmha::detail

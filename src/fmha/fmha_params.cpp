@@ -59,7 +59,7 @@ Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstanc
   if (varlen) {
     kp.cu_seqlens_q = args.cu_seqlens_q;
     kp.cu_seqlens_k = args.cu_seqlens_k;
-    kp.varlen = 1;
+    kp.varlen = static_cast<int32_t>(kVarlenVtAlignGluon);  // varlen: the V^T alignment (kernels/common/varlen.py)
     kp.total_q = static_cast<int32_t>(args.total_q);
     kp.total_k = static_cast<int32_t>(args.total_k);
   }
@@ -117,7 +117,8 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
   if (w.transpose_v) {
     // Varlen: one V^T row over every sequence, each starting on a multiple of kVarlenVtAlign columns
     // (kernels/common/varlen.py varlen_vt_start), as one "batch".
-    w.seqlen_pad = args.varlen() ? varlen_vt_row(args.total_k, p.batch) : padded_seqlen(p.seqlen_k);
+    w.seqlen_pad = args.varlen() ? varlen_vt_row(args.total_k, p.batch, varlen_vt_align(instance))
+                                 : padded_seqlen(p.seqlen_k);
     unsigned __int128 const vt = static_cast<unsigned __int128>(args.varlen() ? 1 : p.batch) * p.heads_kv *
                                  p.head_dim * w.seqlen_pad * size_of(p.input_type);
     w.vt_offset = static_cast<size_t>(offset);
@@ -137,12 +138,16 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
   return w;
 }
 
-int64_t varlen_vt_row(int64_t total_k, int64_t batch) {
-  return (total_k + kVarlenVtAlign - 1) / kVarlenVtAlign * kVarlenVtAlign + kVarlenVtAlign * batch;
+int64_t varlen_vt_align(KernelInstance const& instance) {
+  return instance.family == library::KernelFamily::kGluon ? kVarlenVtAlignGluon : kVarlenVtAlignTriton;
+}
+
+int64_t varlen_vt_row(int64_t total_k, int64_t batch, int64_t align) {
+  return (total_k + align - 1) / align * align + align * batch;
 }
 
 Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* vt, int batch, int heads, int seqlen,
-                      int64_t seqlen_pad, int32_t const* cu_seqlens, int64_t total, CUfunction* function,
+                      int64_t seqlen_pad, int32_t const* cu_seqlens, int64_t total, int64_t align, CUfunction* function,
                       runtime::LaunchConfig* launch, runtime::ParamPack* params) {
   CudaDriver const* driver = nullptr;
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
@@ -181,7 +186,7 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
     tp.stride_vh = v.stride_h;
     tp.stride_vs = v.stride_s;
     tp.cu_seqlens = cu_seqlens;
-    tp.varlen = cu_seqlens ? 1 : 0;
+    tp.varlen = cu_seqlens ? static_cast<int32_t>(align) : 0;  // varlen: the V^T alignment (kernels/common/varlen.py)
     tp.total = cu_seqlens ? static_cast<int32_t>(total) : 0;
     if (cu_seqlens) tp.stride_vb = 0;
     tp.pack(*params);
@@ -189,7 +194,7 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
   int64_t const block_s = transpose_config(instance).block_s;
   // Varlen: blocks of the longest sequence with its zero padding (to kVarlenVtAlign) per (sequence, head); dense:
   // of the padded row.
-  int64_t const columns = cu_seqlens ? (seqlen + kVarlenVtAlign - 1) / kVarlenVtAlign * kVarlenVtAlign : seqlen_pad;
+  int64_t const columns = cu_seqlens ? (seqlen + align - 1) / align * align : seqlen_pad;
   int64_t const programs = (columns + block_s - 1) / block_s * batch * heads;
   *launch = runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(programs));
   return Status::success();
@@ -216,7 +221,8 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
     KernelInstance const* t = find_transpose_instance(p.head_dim, fmha_config(instance).v_key_permuted);
     void* vt = at(workspace, w.vt_offset);
     if (Status s = plan_transpose(*t, args.v, vt, p.batch, p.heads_kv, p.seqlen_k, w.seqlen_pad, args.cu_seqlens_k,
-                                  args.total_k, &plan->transpose_function, &plan->transpose_launch,
+                                  args.total_k, varlen_vt_align(instance), &plan->transpose_function,
+                                  &plan->transpose_launch,
                                   &plan->transpose_params);
         !s) {
       return s;
@@ -303,7 +309,7 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
       if (!w.transpose_v) kp.stride_vb = 0;
       kp.cu_seqlens_q = args.cu_seqlens_q;
       kp.cu_seqlens_k = args.cu_seqlens_k;
-      kp.varlen = 1;
+      kp.varlen = static_cast<int32_t>(kVarlenVtAlignTriton);  // the V^T alignment (kernels/common/varlen.py)
       kp.total_q = static_cast<int32_t>(args.total_q);
       kp.total_k = static_cast<int32_t>(args.total_k);
     }

@@ -247,7 +247,8 @@ Status validate(Arguments const& args) {
       return invalid("seqlen_q=0 (the longest sequence's bound) with total_q=" + num(args.total_q) +
                      " packed rows: nothing would run and o would stay unwritten");
     }
-    if (varlen_vt_row(args.total_k, b) > INT32_MAX) {
+    // With the larger (Gluon) alignment, whichever instance runs the call.
+    if (varlen_vt_row(args.total_k, b, kVarlenVtAlignGluon) > INT32_MAX) {
       return invalid("total_k=" + num(args.total_k) + " keys of batch=" + num(b) +
                      " sequences: the varlen V^T row (128-column aligned per sequence) passes 2^31 elements");
     }

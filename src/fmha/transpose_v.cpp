@@ -96,7 +96,7 @@ Status TransposeV::initialize(TransposeVArguments const& a, StreamHandle) {
   p->empty = a.batch == 0 || a.seqlen == 0;
   if (!p->empty) {
     if (Status s = detail::plan_transpose(*instance, a.v, a.vt, a.batch, a.heads, a.seqlen, padded_seqlen(a.seqlen),
-                                          nullptr, 0, &p->function, &p->launch, &p->params);
+                                          nullptr, 0, 0, &p->function, &p->launch, &p->params);
         !s) {
       return s;
     }

@@ -521,8 +521,8 @@ int main() {
       std::string name;
       CHECK(Fmha::select_kernel(a, &name).ok() && !contains(name, "_gluon") && !contains(name, "_evenn"),
             "varlen pick: " + name);
-      // V^T: 8 heads x 128 rows of roundup128(5000) + 128 * 3 = 5504 keys.
-      CHECK(Fmha::get_workspace_size(a) >= size_t(8) * 128 * 5504, "varlen V^T workspace: " +
+      // V^T (a Triton instance's 16-column alignment): 8 heads x 128 rows of roundup16(5000) + 16 * 3 = 5056 keys.
+      CHECK(Fmha::get_workspace_size(a) >= size_t(8) * 128 * 5056, "varlen V^T workspace: " +
                                                                    std::to_string(Fmha::get_workspace_size(a)));
     }
     // BF16 likewise: the Gluon BF16 instances come first in the manifest for dense calls, not for packed ones.
@@ -543,6 +543,24 @@ int main() {
       auto g = a;
       g.kernel_name = name_of(gluon_fp8_causal);
       expect_ok(g, "varlen FP8 causal on " + g.kernel_name, {&gluon_fp8_causal});
+      // V^T with the Gluon kernel's 128-column alignment: roundup128(5000) + 128 * 3 = 5504 keys per row.
+      CHECK(Fmha::get_workspace_size(g) >= size_t(8) * 128 * 5504, "gluon varlen V^T workspace: " +
+                                                                   std::to_string(Fmha::get_workspace_size(g)));
+      auto none = g;  // no packed keys at all: nothing for a TMA descriptor to describe
+      none.total_k = 0;
+      for (TensorRef* t : {&none.k, &none.v}) *t = TensorRef::packed(t->ptr, Layout::kBSHD, 0, 8, 128);
+      expect_error(none, StatusCode::kErrorNotSupported, "total_k=0", "gluon varlen without keys", {&gluon_fp8_causal});
+    }
+    Need const gluon_d256 = instance(DataType::kE4M3, 256, true, "gluon", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kGluon;
+    });
+    if (applicable("varlen refused by a gluon head_dim 256 instance by name", {&gluon_d256})) {
+      auto g = valid_fp8(3, 8, 4096, 256, true);
+      g.cu_seqlens_q = g.cu_seqlens_k = a.cu_seqlens_q;
+      g.total_q = g.total_k = 5000;
+      for (TensorRef* t : {&g.q, &g.k, &g.v, &g.o}) *t = TensorRef::packed(t->ptr, Layout::kBSHD, 5000, 8, 256);
+      g.kernel_name = name_of(gluon_d256);
+      expect_error(g, StatusCode::kErrorNotSupported, "(gluon head_dim 256)", "varlen on gluon D=256", {&gluon_d256});
     }
     Need const gluon_bf16_causal = instance(DataType::kBF16, 128, true, "gluon", [](FmhaDescription const& op) {
       return op.family == fp8attn::library::KernelFamily::kGluon;

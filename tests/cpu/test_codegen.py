@@ -189,14 +189,20 @@ class TuningTable(unittest.TestCase):
 
 class Manifest(unittest.TestCase):
     def test_varlen_vt_alignment_is_one_number(self):
-        """kernels/common/varlen.py VT_ALIGN (the attention kernels and the V transpose) and
-        fmha::detail::kVarlenVtAlign (the runtime's V^T row size and transpose grid)."""
-        from common.varlen import VT_ALIGN
+        """kernels/common/varlen.py VT_ALIGN_TRITON / VT_ALIGN_GLUON (the kernels' varlen argument: the V^T column
+        alignment per sequence) and fmha::detail::kVarlenVtAlignTriton / kVarlenVtAlignGluon (the runtime's V^T
+        row size, transpose grid and the value it passes)."""
+        from common.varlen import VT_ALIGN_GLUON, VT_ALIGN_TRITON
 
         header = (ROOT / "src" / "fmha" / "fmha_internal.h").read_text()
-        m = re.search(r"kVarlenVtAlign = (\d+);", header)
-        self.assertIsNotNone(m)
-        self.assertEqual(int(m.group(1)), VT_ALIGN.value)
+        for name, value in (("Triton", VT_ALIGN_TRITON), ("Gluon", VT_ALIGN_GLUON)):
+            m = re.search(rf"kVarlenVtAlign{name} = (\d+);", header)
+            self.assertIsNotNone(m, name)
+            self.assertEqual(int(m.group(1)), value, name)
+        # The Gluon kernel's key tiles (<= 128 keys) must stay inside a sequence's zero padding, and the key-permuted
+        # order's 32-key blocks start on a multiple of 32; every V^T base must be 16-byte aligned.
+        self.assertEqual(VT_ALIGN_GLUON % 128, 0)
+        self.assertEqual(VT_ALIGN_TRITON % 16, 0)
 
     def test_descale_block_is_one_number(self):
         """kernels/common/numerics.py DESCALE_BLOCK_TOKENS (the kernels) and fmha::kDescaleBlockTokens (C++)."""

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import triton  # noqa: E402
 
 from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK, INT8_QMAX  # noqa: E402
-from common.varlen import VT_ALIGN  # noqa: E402
+from common.varlen import VT_ALIGN_GLUON, VT_ALIGN_TRITON  # noqa: E402
 from fmha_fwd.fmha_fwd_triton import fmha_fwd_kernel  # noqa: E402
 from transpose_v.transpose_v_triton import transpose_v_kernel  # noqa: E402
 
@@ -189,31 +189,33 @@ class WindowAndSoftcap(unittest.TestCase):
 
 
 
-ALIGN = VT_ALIGN.value
+# The kernels' varlen argument is the V^T column alignment per sequence (common/varlen.py): the Triton attention
+# kernel's 16 in the attention cases below, both in the transpose's.
+ALIGN = VT_ALIGN_TRITON
 
 
-def roundup(x, m=ALIGN):
+def roundup(x, m):
     return (int(x) + m - 1) // m * m
 
 
-def varlen_vt_offsets(cu_k):
-    """Where sequence b's keys start in the varlen V^T rows: roundup(cu_k[b], 128) + 128 b (the kernel's formula)."""
-    return [roundup(c) + ALIGN * b for b, c in enumerate(cu_k[:-1])]
+def varlen_vt_offsets(cu_k, align=ALIGN):
+    """Where sequence b's keys start in the varlen V^T rows: roundup(cu_k[b], align) + align b (the kernels')."""
+    return [roundup(c, align) + align * b for b, c in enumerate(cu_k[:-1])]
 
 
-def varlen_vt_row(total, batch):
+def varlen_vt_row(total, batch, align=ALIGN):
     """The V^T row length the runtime allocates (src/fmha/fmha_params.cpp varlen_vt_row)."""
-    return roundup(total) + ALIGN * batch
+    return roundup(total, align) + align * batch
 
 
-def varlen_transpose_programs(max_len, batch, heads, block_s=64):
+def varlen_transpose_programs(max_len, batch, heads, align=ALIGN, block_s=64):
     """transpose_v_kernel's varlen grid: the longest sequence's columns with their zero padding, per (b, head)."""
-    return triton.cdiv(roundup(max_len), block_s) * batch * heads
+    return triton.cdiv(roundup(max_len, align), block_s) * batch * heads
 
 
 class Varlen(unittest.TestCase):
     """Packed sequences (cu_seqlens): each sequence against float64 attention on its own, e4m3 (V^T with every
-    sequence's keys 128-column aligned, the rows between sequences poisoned with NaN bytes that must never be read)
+    sequence's keys 16-column aligned, the rows between sequences poisoned with NaN bytes that must never be read)
     and bf16 (V as it is); causal (bottom-right per sequence) and not, GQA, lengths 0, 1, a block and more."""
 
     def run_case(self, lens_q, lens_k, causal, dtype, seed, hq=4, hkv=2, d=64):
@@ -255,7 +257,7 @@ class Varlen(unittest.TestCase):
                stride_ob=0, stride_oh=d, stride_os=hq * d, softmax_scale=1 / math.sqrt(d),
                seqlen_q=max_q, seqlen_k=max_k, heads_q=hq, group_size=hq // hkv, write_lse=1,
                window_left=-1, window_right=-1, softcap=0.0,
-               cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"), varlen=1,
+               cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"), varlen=ALIGN,
                total_q=tq, total_k=tk,
                HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal, V_TRANSPOSED=dtype == "e4m3",
                WARP_SPECIALIZE=False, EVEN_N=False, BLOCK_DESCALE=False, SOFTCAP=False)
@@ -288,25 +290,26 @@ class Varlen(unittest.TestCase):
                 self.run_case([17, 0, 140], [17, 9, 300], causal, "bf16", seed=2)
 
     def test_varlen_transpose_layout(self):
-        """transpose_v_kernel with varlen: each sequence's V^T columns from roundup(cu_k[b], 128) + 128 b, zeros up
-        to its length rounded to 128 (so no attention key tile reaches the next sequence), the gaps past that
-        untouched; in key order and key-permuted (positions 16h + 4t + 2j + e of each 32-key block hold key
-        16h + 8j + 2t + e of the sequence); and the dense mode as before (zero padding to seqlen_pad)."""
+        """transpose_v_kernel with varlen: each sequence's V^T columns from roundup(cu_k[b], align) + align b, zeros
+        up to its length rounded to the alignment, the gaps past that untouched; the Triton kernel's alignment (16)
+        in key order, the Gluon kernel's (128: no key tile reaches the next sequence) in key order and
+        key-permuted (positions 16h + 4t + 2j + e of each 32-key block hold key 16h + 8j + 2t + e of the sequence);
+        and the dense mode as before (zero padding to seqlen_pad)."""
         rng = np.random.default_rng(4)
         lens, hkv, d = [5, 130, 0, 33], 2, 64
         cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
         total, batch = int(cu[-1]), len(lens)
         v8 = rng.integers(0, 0x7E, (total, hkv, d), dtype=np.uint8)
-        total_pad = varlen_vt_row(total, batch)
-        for permuted in (False, True):
+        for align, permuted in ((VT_ALIGN_TRITON, False), (VT_ALIGN_GLUON, False), (VT_ALIGN_GLUON, True)):
+            total_pad = varlen_vt_row(total, batch, align)
             vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
-            launch(transpose_v_kernel, varlen_transpose_programs(max(lens), batch, hkv), V=HostTensor(v8, "uint8"),
-                   VT=HostTensor(vt, "uint8"), seqlen=max(lens), seqlen_pad=total_pad, heads_kv=hkv,
-                   stride_vb=0, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1,
-                   total=total, HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=permuted)
+            launch(transpose_v_kernel, varlen_transpose_programs(max(lens), batch, hkv, align),
+                   V=HostTensor(v8, "uint8"), VT=HostTensor(vt, "uint8"), seqlen=max(lens), seqlen_pad=total_pad,
+                   heads_kv=hkv, stride_vb=0, stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"),
+                   varlen=align, total=total, HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=permuted)
             want = np.full_like(vt, 0x7F)
-            for b, off in enumerate(varlen_vt_offsets(cu)):
-                want[:, :, off:off + roundup(lens[b])] = 0
+            for b, off in enumerate(varlen_vt_offsets(cu, align)):
+                want[:, :, off:off + roundup(lens[b], align)] = 0
                 seq = v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)  # [hkv, d, len]
                 for pos in range(roundup(lens[b], 32)):
                     r = pos % 32
@@ -314,7 +317,7 @@ class Varlen(unittest.TestCase):
                         else pos
                     if key < lens[b]:
                         want[:, :, off + pos] = seq[:, :, key]
-            with self.subTest(permuted=permuted):
+            with self.subTest(align=align, permuted=permuted):
                 self.assertTrue(np.array_equal(vt, want), "varlen V^T bytes (or a gap written)")
         dense = rng.integers(0, 0x7E, (2, 100, hkv, d), dtype=np.uint8)
         out = np.full((2, hkv, d, 128), 0x7F, np.uint8)
@@ -353,7 +356,7 @@ class Varlen(unittest.TestCase):
                    stride_kb=0, stride_kh=d, stride_ks=hkv * d, stride_vb=0, stride_vh=d, stride_vs=hkv * d,
                    stride_ob=0, stride_oh=d, stride_os=hq * d, softmax_scale=0.125, seqlen_q=20, seqlen_k=max_k,
                    heads_q=hq, group_size=hq // hkv, write_lse=1, window_left=-1, window_right=-1, softcap=0.0,
-                   cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"), varlen=1,
+                   cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"), varlen=ALIGN,
                    total_q=30, total_k=70, HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=False, V_TRANSPOSED=False,
                    WARP_SPECIALIZE=False, EVEN_N=False, BLOCK_DESCALE=False, SOFTCAP=False)
             got = from_bf16_bits(o).astype(np.float64)
@@ -377,7 +380,7 @@ class Varlen(unittest.TestCase):
             vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
             launch(transpose_v_kernel, varlen_transpose_programs(40, batch, hkv), V=HostTensor(v8, "uint8"),
                    VT=HostTensor(vt, "uint8"), seqlen=40, seqlen_pad=total_pad, heads_kv=hkv, stride_vb=0,
-                   stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=1, total=70,
+                   stride_vh=d, stride_vs=hkv * d, cu_seqlens=HostTensor(cu, "int32"), varlen=ALIGN, total=70,
                    HEAD_DIM=d, BLOCK_S=64, KEY_PERMUTED=False)
             offs = varlen_vt_offsets(np.maximum(cu, 0))
             with self.subTest(cu=cu_list):
@@ -385,8 +388,8 @@ class Varlen(unittest.TestCase):
                     seg = vt[:, :, offs[b]:offs[b] + cu[b + 1] - cu[b]]
                     self.assertTrue(np.array_equal(seg, v8[cu[b]:cu[b + 1]].transpose(1, 2, 0)), f"sequence {b}")
                 # (The source bytes are below 0x7E, so every written byte differs from the 0x7F fill.)
-                self.assertEqual(int((vt != 0x7F).sum()),  # each good sequence: its length rounded up to 128
-                                 sum(roundup(cu[b + 1] - cu[b]) * hkv * d for b in good),
+                self.assertEqual(int((vt != 0x7F).sum()),  # each good sequence: its length rounded up to 16
+                                 sum(roundup(cu[b + 1] - cu[b], ALIGN) * hkv * d for b in good),
                                  "bytes written only for the good sequences")
 
     def test_fp8_with_an_empty_last_sequence(self):
@@ -394,8 +397,8 @@ class Varlen(unittest.TestCase):
         self.run_case([20, 30, 0], [40, 50, 0], True, "e4m3", seed=7)
 
     def test_fp8_out_of_order_offsets(self):
-        """cu_k = [32, 64, 0, 32]: sequences 1 and 2 are each valid alone, but their V^T columns would coincide
-        (roundup(c, 128) + 128 b = 256). Sequence 2 sees its neighbour's larger offset and is NaN, as is sequence 1
+        """cu_k = [32, 64, 0, 32]: sequences 0 and 2 are each valid alone, but their V^T columns would coincide
+        (roundup(c, 16) + 16 b = 32). Sequence 2 sees its neighbour's larger offset and is NaN, as is sequence 1
         (64 > 0); sequence 0 is exact. The transpose and the attention kernel apply the same checks."""
         rng = np.random.default_rng(3)
         hq, hkv, d = 2, 1, 64
@@ -407,7 +410,7 @@ class Varlen(unittest.TestCase):
         vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
         launch(transpose_v_kernel, varlen_transpose_programs(32, 3, hkv), V=HostTensor(v8, "uint8"), VT=HostTensor(vt, "uint8"), seqlen=32,
                seqlen_pad=total_pad, heads_kv=hkv, stride_vb=0, stride_vh=d, stride_vs=hkv * d,
-               cu_seqlens=HostTensor(cu_k, "int32"), varlen=1, total=64, HEAD_DIM=d, BLOCK_S=64,
+               cu_seqlens=HostTensor(cu_k, "int32"), varlen=ALIGN, total=64, HEAD_DIM=d, BLOCK_S=64,
                KEY_PERMUTED=False)
         o = np.zeros((32, hq, d), np.uint16)
         lse = np.zeros((3, hq, 16), np.float32)
@@ -422,7 +425,7 @@ class Varlen(unittest.TestCase):
                stride_ob=0, stride_oh=d, stride_os=hq * d, softmax_scale=1 / math.sqrt(d), seqlen_q=16,
                seqlen_k=32, heads_q=hq, group_size=hq // hkv, write_lse=1, window_left=-1, window_right=-1,
                softcap=0.0, cu_seqlens_q=HostTensor(cu_q, "int32"), cu_seqlens_k=HostTensor(cu_k, "int32"),
-               varlen=1, total_q=32, total_k=64, HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=False,
+               varlen=ALIGN, total_q=32, total_k=64, HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=False,
                V_TRANSPOSED=True, WARP_SPECIALIZE=False, EVEN_N=False, BLOCK_DESCALE=False, SOFTCAP=False)
         got = from_bf16_bits(o).astype(np.float64)
         self.assertTrue(np.isnan(got[16:32]).all(), "sequence 2 (out of order with sequence 1) must be NaN")
