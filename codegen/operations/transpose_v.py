@@ -57,8 +57,10 @@ TRITON_PARAMS = [
     Param("V", "ptr", True), Param("VT", "ptr", True),
     Param("seqlen", "i32"), Param("seqlen_pad", "i32", True), Param("heads_kv", "i32"),
     Param("stride_vb", "i64", True), Param("stride_vh", "i64", True), Param("stride_vs", "i64", True),
-    # Varlen: int32 [batch + 1] key offsets of the packed V; varlen = 0 ignores them.
-    Param("cu_seqlens", "ptr"), Param("varlen", "i32"), Param("total", "i32"),
+    # Varlen: int32 [batch + 1] key offsets of the packed V; varlen = 0 ignores them, else it is the V^T column
+    # alignment (16 or 128, kernels/common/varlen.py): declared a multiple of 16 (as 0 is), so that the stores' base
+    # and limit keep their 16-byte vectorization.
+    Param("cu_seqlens", "ptr"), Param("varlen", "i32", divisible_by_16=True), Param("total", "i32"),
 ]
 
 TMA_PARAMS = [

@@ -62,10 +62,11 @@ def transpose_v_kernel(
         bad = ~ok | (k_end - k_start > seqlen)
         k_start = tl.where(bad, 0, k_start)
         length = tl.where(bad, 0, k_end - k_start)
-        # Zeros past the sequence up to the alignment (inside the gap before the next one's start), written as a
-        # multiple of 16 the compiler can see: a limit with no known divisibility made every store a single byte
-        # (5x slower, measured on the H200). The alignment is a multiple of 16.
-        store_limit = (length + varlen - 1) // varlen * varlen // 16 * 16
+        # Zeros past the sequence up to the alignment (inside the gap before the next one's start). The alignment
+        # is declared a multiple of 16 (codegen), so the limit and the row's start are too: a limit with no known
+        # divisibility made every store a single byte (5x slower, measured on the H200; the build's SASS check
+        # refuses it).
+        store_limit = (length + varlen - 1) // varlen * varlen
         dst_row = h.to(tl.int64) * HEAD_DIM * seqlen_pad + varlen_vt_start(k_start, b, varlen)
     offs_s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
