@@ -125,7 +125,8 @@ if step consan; then
   if FP8ATTN_BUILD_DIR=build-consan FP8ATTN_CONSAN=1 \
       scripts/build.sh -DFP8ATTN_BUILD_PYTHON=ON "-DFP8ATTN_KERNELS=gluon,quantize" > "$OUT/consan_build.log" 2>&1; then
     PYTHONPATH=build-consan/python timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_fmha_fwd.py \
-      tests/gpu/test_window_softcap.py tests/gpu/test_int8_qk.py -k "gluon or every_instance or every_int8_instance" \
+      tests/gpu/test_window_softcap.py tests/gpu/test_int8_qk.py tests/gpu/test_varlen.py \
+      -k "gluon or every_instance or every_int8_instance" \
       > "$OUT/consan.txt" 2>&1 || status=1
     tail -15 "$OUT/consan.txt"
     # The checker itself: the Gluon kernel intact (must pass) and with a wait removed (ConSan must stop it).
