@@ -232,6 +232,24 @@ void print_row(Row const& r) {
   std::fflush(stdout);
 }
 
+/// The four rows of one device handle (FmhaFwd or PagedDecode, initialized on `args`): a fresh handle's
+/// initialize + run, run, initialize, can_implement.
+template <typename Op, typename Args>
+void measure_handle(char const* config, std::string const& kernel, Op& op, Args const& args, void* workspace,
+                    fp8attn::StreamHandle handle, cudaStream_t stream, Options const& o, std::vector<Row>* rows) {
+  auto add = [&](char const* call, std::function<bool()> const& fn) {
+    rows->push_back({config, call, kernel, measure(fn, stream, o, call)});
+    print_row(rows->back());
+  };
+  add("initialize+run", [&] {
+    Op fresh;
+    return fresh.initialize(args, workspace, handle).ok() && fresh.run(handle).ok();
+  });
+  add("run", [&] { return op.run(handle).ok(); });
+  add("initialize", [&] { return op.initialize(args, workspace, handle).ok(); });
+  add("can_implement", [&] { return Op::can_implement(args).ok(); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -263,18 +281,7 @@ int main(int argc, char** argv) {
     p.build();
     FmhaFwd op;
     check(op.initialize(p.args, p.workspace, handle), "initialize");
-    std::string const kernel = op.kernel_name();
-    auto add = [&](char const* call, std::function<bool()> const& fn) {
-      rows.push_back({name, call, kernel, measure(fn, stream, o, call)});
-      print_row(rows.back());
-    };
-    add("initialize+run", [&] {
-      FmhaFwd fresh;
-      return fresh.initialize(p.args, p.workspace, handle).ok() && fresh.run(handle).ok();
-    });
-    add("run", [&] { return op.run(handle).ok(); });
-    add("initialize", [&] { return op.initialize(p.args, p.workspace, handle).ok(); });
-    add("can_implement", [&] { return FmhaFwd::can_implement(p.args).ok(); });
+    measure_handle(name, op.kernel_name(), op, p.args, p.workspace, handle, stream, o, &rows);
   }
 
   {
@@ -285,17 +292,7 @@ int main(int argc, char** argv) {
     check(op.initialize(p.args, p.workspace, handle), "decode initialize");
     std::string const kernel = op.kernel_name() + std::string(" x ") +
                                std::to_string(PagedDecode::splits_of(p.args)) + " splits";
-    auto add = [&](char const* call, std::function<bool()> const& fn) {
-      rows.push_back({"decode", call, kernel, measure(fn, stream, o, call)});
-      print_row(rows.back());
-    };
-    add("initialize+run", [&] {
-      PagedDecode fresh;
-      return fresh.initialize(p.args, p.workspace, handle).ok() && fresh.run(handle).ok();
-    });
-    add("run", [&] { return op.run(handle).ok(); });
-    add("initialize", [&] { return op.initialize(p.args, p.workspace, handle).ok(); });
-    add("can_implement", [&] { return PagedDecode::can_implement(p.args).ok(); });
+    measure_handle("decode", kernel, op, p.args, p.workspace, handle, stream, o, &rows);
   }
 
   CUfunction empty = nullptr;

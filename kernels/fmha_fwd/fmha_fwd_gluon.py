@@ -94,6 +94,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from common import numerics
+from common.int8_scores import int8_scores, key_block_descales
 from common.key_range import keep_mask, key_range
 from common.varlen import varlen_range, varlen_vt_start
 
@@ -103,8 +104,6 @@ P_EXPONENT_BIAS = gl.constexpr(numerics.P_EXPONENT_BIAS)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = gl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = gl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
-INT_TO_FLOAT_BITS = gl.constexpr(numerics.INT_TO_FLOAT_BITS)
-INT_TO_FLOAT_OFFSET = gl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 
 # Rows per consumer warpgroup (one wgmma M extent over 4 warps).
 WG_M = gl.constexpr(64)
@@ -115,14 +114,21 @@ WG_M = gl.constexpr(64)
 CAUSAL_SECTION_BYTES = gl.constexpr(16 * 1024 * 1024)
 
 
+@gluon.constexpr_function
+def has_varlen_path(v_natural, head_dim):
+    """Whether an instance compiles the varlen path (_sequence, the masked O store): FP8 up to head_dim 128. BF16
+    reads V as given, where a tile past a sequence's end would reach the next sequence's rows; at head_dim 256 the
+    path's registers made the dense instances spill more. src/fmha/fmha_heuristic.cpp refuses varlen for the rest."""
+    return not v_natural and head_dim <= 128
+
+
 @gluon.jit
 def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, VARLEN: gl.constexpr):
     """Where sequence b lives: (batch coordinate, its first q row, first key row, first V^T column, its query and
     key lengths, bad). Dense: (b, 0, 0, 0, seqlen_q, seqlen_k, False). Varlen (packed, the descriptors' batch
     dimension is 1): the offsets' rows, the V^T column from common/varlen.py, the lengths from the offsets. Offsets
     that fail the checks (fmha_fwd_triton's, the V transpose's): no key is read, and the rows inside q get NaN.
-    VARLEN: whether the instance has the varlen path at all (FP8 up to head_dim 128; BF16 and head_dim 256 refuse
-    packed sequences: BF16 reads V as given, and at 256 the path's registers made the dense instances spill more)."""
+    VARLEN: whether the instance has the varlen path at all (has_varlen_path)."""
     bc = b
     q_row = b * 0
     k_row = b * 0
@@ -203,8 +209,7 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     rows, which the consumers never store (Q) or mask out of the softmax (K); V^T tiles stay inside the
     sequence's zero-padded columns (common/varlen.py)."""
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
-    # The varlen path exists for FP8 up to head_dim 128 (_sequence).
-    VARLEN_PATH: gl.constexpr = not V_NATURAL and HEAD_DIM <= 128
+    VARLEN_PATH: gl.constexpr = has_varlen_path(V_NATURAL, HEAD_DIM)
     batch_heads = batch * heads_q
     it = 0
     count = 0
@@ -376,27 +381,12 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     # Keys [lo_masked_end, full_end) need no mask; the others are a window's left edge or past full_end
     # (key_range).
     masked = (start_n < lo_masked_end) | (start_n >= full_end)
-    if BLOCK_DESCALE:
-        # Each key column's block descale: a tile of BLOCK_N <= 128 keys starts on a multiple of 64 and spans at most
-        # two 64-key blocks, so two scalar loads and a select per column (a load per column cost 32 LDG per thread
-        # and tile). A block past seqlen_k gets 1.0 (its keys are masked).
+    if BLOCK_DESCALE:  # each key column's block descale (common/int8_scores.py)
         gl.static_assert(BLOCK_N <= 2 * DESCALE_BLOCK, "a key tile spans at most two descale blocks")
-        blk = start_n // DESCALE_BLOCK
-        kd0 = gl.load(kd_base + blk.to(gl.int64) * k_descale_stride_blk)
-        kd1 = gl.load(kd_base + (blk + 1).to(gl.int64) * k_descale_stride_blk,
-                      mask=(blk + 1) * DESCALE_BLOCK < seqlen_k, other=1.0)
-        kd = gl.where(gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout)) < DESCALE_BLOCK, kd0, kd1)
+        kd = key_block_descales(kd_base, k_descale_stride_blk, start_n,
+                                gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout)), seqlen_k)
     if QK_INT8:
-        # int32 sums of int8 products to float32 by an integer add (common/numerics.py: INT_TO_FLOAT_BITS): I2F
-        # issues on the pipe of MUFU.EX2, and one per score doubled that pipe's load.
-        qk = (qk + INT_TO_FLOAT_BITS).to(gl.float32, bitcast=True)
-        if BLOCK_DESCALE:
-            # x * kd = (1.5 * 2^23 + x) * kd - 1.5 * 2^23 * kd: one FFMA per score. The column constant's rounding
-            # (at most 0.75 kd, i.e. 0.75 units of the integer product) is a per-key bias far below the int8
-            # rounding of the scores themselves (about 0.5 * 127 * sqrt(D) units).
-            qk = qk * kd[None, :] - (kd * INT_TO_FLOAT_OFFSET)[None, :]
-        else:
-            qk = qk - INT_TO_FLOAT_OFFSET
+        qk = int8_scores(qk, kd if BLOCK_DESCALE else None, BLOCK_DESCALE)
     elif BLOCK_DESCALE:
         qk = qk * kd[None, :]
     if masked:  # uniform branch: only the tiles at the sequence end, the causal diagonal or a window's edges
@@ -498,8 +488,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
-    # The varlen path exists for FP8 up to head_dim 128 (_sequence).
-    VARLEN_PATH: gl.constexpr = not V_NATURAL and HEAD_DIM <= 128
+    VARLEN_PATH: gl.constexpr = has_varlen_path(V_NATURAL, HEAD_DIM)
     batch_heads = batch * heads_q
 
     it = 0  # ring slots consumed, across tiles (the producer counts the same way)
@@ -629,14 +618,9 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             # sequence's, which a TMA box would overwrite; stores from registers, masked to the sequence.
             rows = row0 + gl.arange(0, WG_M, layout=gl.SliceLayout(1, o_layout))
             cols = gl.arange(0, PV_N, layout=gl.SliceLayout(0, o_layout))
+            # (No column parts here: they are head_dim 256's, which has no varlen path.)
             o_rows = O + (q_row + rows).to(gl.int64)[:, None] * stride_os + h.to(gl.int64) * stride_oh
-            if PARTS:
-                for c in gl.static_range(NUM_PARTS):
-                    gl.store(o_rows + (c * PV_N + cols)[None, :], (acc[c] * inv_l[:, None]).to(o_desc.dtype),
-                             mask=(rows < sq)[:, None])
-            else:
-                gl.store(o_rows + cols[None, :], (acc * inv_l[:, None]).to(o_desc.dtype),
-                         mask=(rows < sq)[:, None])
+            gl.store(o_rows + cols[None, :], (acc * inv_l[:, None]).to(o_desc.dtype), mask=(rows < sq)[:, None])
         else:
             _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, q_row + row0, h, PARTS, NUM_PARTS, PV_N)
         if O_SHARED:

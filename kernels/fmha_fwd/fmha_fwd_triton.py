@@ -45,6 +45,7 @@ import triton.language as tl
 
 from common import numerics
 from common.softcap import softcap as _softcap
+from common.int8_scores import int8_scores, key_block_descales
 from common.key_range import key_range
 from common.varlen import varlen_range, varlen_vt_start
 
@@ -55,8 +56,6 @@ P_EXPONENT_BIAS = tl.constexpr(numerics.P_EXPONENT_BIAS)
 NEG_BIG = tl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = tl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = tl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
-INT_TO_FLOAT_BITS = tl.constexpr(numerics.INT_TO_FLOAT_BITS)
-INT_TO_FLOAT_OFFSET = tl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 
 
 @triton.jit
@@ -97,26 +96,10 @@ def _attn_tile(acc, l_i, m_i, f_i, q, k_desc, v_desc, start_n, offs_m, offs_n, q
     # softmax_scale * descales * log2(e). The scale is applied inside the exp2's FMA rather than as a separate
     # multiply over the tile.
     qk = tl.dot(q, tl.trans(k))
-    if BLOCK_DESCALE:
-        # Each key column's block descale (positive: the maxima below stay maxima after the row scale). A tile
-        # of BLOCK_N <= 128 keys (codegen refuses more) starts on a multiple of 64 and spans at most two 64-key
-        # blocks: two scalar loads and a select (a load per column cost a load per score column and thread). A
-        # block past seqlen_k gets 1.0 (its keys are masked).
-        blk = start_n // DESCALE_BLOCK
-        kd0 = tl.load(k_block_descale + blk.to(tl.int64) * k_descale_stride_blk)
-        kd1 = tl.load(k_block_descale + (blk + 1).to(tl.int64) * k_descale_stride_blk,
-                      mask=(blk + 1) * DESCALE_BLOCK < seqlen_k, other=1.0)
-        kd_cols = tl.where(offs_n < DESCALE_BLOCK, kd0, kd1)
-    if qk.dtype == tl.int32:
-        # INT8 Q, K: int32 scores to float32 by an integer add, not I2F (common/numerics.py: INT_TO_FLOAT_BITS;
-        # I2F shares the exponentials' pipe). Exact: the float is INT_TO_FLOAT_OFFSET + the score.
-        qk = (qk + INT_TO_FLOAT_BITS).to(tl.float32, bitcast=True)
-        if BLOCK_DESCALE:
-            # One FFMA per score; the column constant's rounding (<= 0.75 units of the integer score) is a per-key
-            # bias far below the int8 rounding of the scores (about 0.5 * 127 * sqrt(D) units).
-            qk = qk * kd_cols[None, :] - (kd_cols * INT_TO_FLOAT_OFFSET)[None, :]
-        else:
-            qk = qk - INT_TO_FLOAT_OFFSET
+    if BLOCK_DESCALE:  # each key column's block descale (positive: the maxima below stay maxima after the row scale)
+        kd_cols = key_block_descales(k_block_descale, k_descale_stride_blk, start_n, offs_n, seqlen_k)
+    if qk.dtype == tl.int32:  # INT8 Q, K (common/int8_scores.py)
+        qk = int8_scores(qk, kd_cols if BLOCK_DESCALE else None, BLOCK_DESCALE)
     elif BLOCK_DESCALE:
         qk = qk * kd_cols[None, :]
     if SOFTCAP:

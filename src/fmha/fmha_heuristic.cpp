@@ -18,6 +18,16 @@ using fp8attn::detail::kKernelInstances;
 using fp8attn::detail::kNumKernelInstances;
 using library::OperationKind;
 
+namespace {
+
+/// Instances that can run a problem but are not picked for it without kernel_name: varlen on the Gluon instances,
+/// until it has been measured against the Triton instances on a GPU (docs/perf/NOTES.md).
+bool held_back(KernelInstance const& k, Arguments const& args) {
+  return args.varlen() && k.family == library::KernelFamily::kGluon;
+}
+
+}  // namespace
+
 bool instance_supports(KernelInstance const& instance, Arguments const& args, std::string* why) {
   FmhaProblem const& p = args.problem;
   bool const wants_lse = args.lse != nullptr;
@@ -73,9 +83,8 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              "transpose writes (vkperm)";
     });
   }
-  // Gluon: packed sequences on the FP8 instances up to head_dim 128 (V^T with each sequence zero-padded); BF16 reads
-  // V as given, where a tile past a sequence's end would reach the next sequence's rows, and at head_dim 256 the
-  // varlen path is compiled out (its registers made the dense instances spill more).
+  // Gluon: packed sequences on the FP8 instances up to head_dim 128 (V^T with each sequence zero-padded), the rule
+  // of the kernel's has_varlen_path (kernels/fmha_fwd/fmha_fwd_gluon.py), which compiles the path out of the rest.
   bool const gluon = instance.family == library::KernelFamily::kGluon;
   bool const gluon_no_varlen = gluon && (!k.v_transposed || k.head_dim > 128);
   if (args.varlen() && (gluon_no_varlen || k.even_n || k.warp_specialized)) {
@@ -146,9 +155,7 @@ KernelInstance const* tuned_instance(Arguments const& args, std::vector<TuningEn
     for (size_t i = 0; i < kNumKernelInstances; ++i) {
       KernelInstance const& k = *kKernelInstances[i];
       if (k.kind == OperationKind::kFmhaFwd && e.kernel == k.name) {
-        // Varlen is not picked on the Gluon instances yet (select_instance).
-        if (args.varlen() && k.family == library::KernelFamily::kGluon) return nullptr;
-        return instance_supports(k, args, nullptr) ? &k : nullptr;
+        return !held_back(k, args) && instance_supports(k, args, nullptr) ? &k : nullptr;
       }
     }
     return nullptr;
@@ -195,10 +202,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
       if (k.kind != OperationKind::kFmhaFwd) continue;
       bool const vnat = fmha_config(k).fp8() && !fmha_config(k).v_transposed;
       if (vnat != (tiny && pass == 0)) continue;
-      // Varlen on the Gluon instances runs when forced by name (kernel_name) and is not picked until it has been
-      // measured against the Triton instances on a GPU (docs/perf/NOTES.md).
-      if (args.varlen() && k.family == library::KernelFamily::kGluon) continue;
-      if (instance_supports(k, args, nullptr)) {
+      if (!held_back(k, args) && instance_supports(k, args, nullptr)) {
         *instance = &k;
         return Status::success();
       }

@@ -27,7 +27,7 @@ char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) 
 /// vt_extent: V^T's sequence extent for TMA: seqlen_k for a caller's sequence-contiguous V (TMA's zero fill
 /// past it keeps the caller's padding, possibly NaN, out of P.V), the padded length for the V^T fp8attn wrote
 /// (its padding is zeros, and a key-permuted V^T holds keys < seqlen_k at positions past it); varlen: the whole
-/// V^T row (each sequence's columns zero-padded to kVarlenVtAlign, so no tile reaches the next sequence).
+/// V^T row (each sequence's columns zero-padded to kVarlenVtAlignGluon, so no tile reaches the next sequence).
 /// Varlen (packed sequences, FP8 only): the descriptors cover the packed q, k, o as [1, total, heads, head_dim]
 /// and the V^T row as [1, heads_kv, head_dim, row]; the kernel offsets each sequence by cu_seqlens and stores the
 /// rows of a sequence's last block from registers (O's pointer and strides), masked to the sequence.
