@@ -116,9 +116,7 @@ def compile_spec(c: PagedConfig):
                  "BlockTable": "*i32", "Seqlens": "*i32", "O": "*bf16", "PartialO": "*fp32", "PartialML": "*fp32"}
         if c.block_n < 16 or c.block_n & (c.block_n - 1):
             raise ValueError(f"{name_of(c)}: BLOCK_N must be a power of two >= 16")
-        # DEFERRED_SUM: a switch for bench/sweep_decode.py, off in the library until measured.
-        constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n,
-                      "DEFERRED_SUM": False}
+        constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n}
     else:
         types = {"PartialO": "*fp32", "PartialML": "*fp32", "O": "*bf16"}
         constexprs = {"HEAD_DIM": c.head_dim, "ROWS": c.rows}

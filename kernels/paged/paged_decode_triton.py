@@ -94,7 +94,7 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
                   HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-                  SOFTCAP: tl.constexpr, DEFERRED_SUM: tl.constexpr):
+                  SOFTCAP: tl.constexpr):
     """One iteration: BLOCK_N keys from NP pages of SUB tokens (several whole small pages, or a part of one large
     page; every iteration starts on a multiple of BLOCK_N: the host rounds a split's pages to whole iterations).
     Transposed products, so that the keys are the MMA's M dimension (64 per warpgroup) and the few query rows its
@@ -166,10 +166,7 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
     m_new = tl.maximum(m_i, m_tile)
     alpha = tl.math.exp2(m_i - m_new)
     prob = tl.where(visible, tl.math.exp2(st - m_new[None, :]), 0.0)
-    if DEFERRED_SUM:  # l_i is [BLOCK_N, ROWS]: summed over the keys once, after the loop
-        l_i = l_i * alpha[None, :] + prob
-    else:
-        l_i = l_i * alpha + tl.sum(prob, 0)
+    l_i = l_i * alpha[None, :] + prob  # [BLOCK_N, ROWS]: summed over the keys once, after the loop
     p_hi, p_lo = _two_e4m3_terms(prob * ((vd[:, None] / vd_max[None, :]) * _E4M3_MAX))
     acc = acc * alpha[None, :] + tl.dot(vt, p_lo, tl.dot(vt, p_hi)) * (vd_max / _E4M3_MAX)[None, :]
     return m_new, l_i, acc, bad_pages
@@ -180,8 +177,7 @@ def _decode_range(key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, 
                   bad_pages,
                   KPages, VPages, KDescale, VDescale, table_row, hk, heads_kv, num_pages,
                   descale_stride_page, descale_stride_head,
-                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr,
-                  DEFERRED_SUM: tl.constexpr):
+                  HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, BLOCK_N: tl.constexpr, SOFTCAP: tl.constexpr):
     """The split's keys [key_lo, key_hi): whole blocks unmasked (pipelined), then the block past the end masked."""
     full_end = key_lo + tl.maximum(key_hi - key_lo, 0) // BLOCK_N * BLOCK_N
     for start in tl.range(key_lo, full_end, BLOCK_N):
@@ -189,13 +185,13 @@ def _decode_range(key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, 
             start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP, DEFERRED_SUM)
+            HEAD_DIM, PAGE, BLOCK_N, False, SOFTCAP)
     if full_end < key_hi:
         m_i, l_i, acc, bad_pages = _decode_block(
             full_end, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP, DEFERRED_SUM)
+            HEAD_DIM, PAGE, BLOCK_N, True, SOFTCAP)
     return m_i, l_i, acc, bad_pages
 
 
@@ -206,7 +202,6 @@ def paged_decode_kernel(
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
     descale_stride_page, descale_stride_head, window_left, softcap,
     HEAD_DIM: tl.constexpr, PAGE: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-    DEFERRED_SUM: tl.constexpr = False,
 ):
     """Program (b, kv head, chunk of ROWS rows, split). Row r is query token r // group of query head
     kv_head * group + r % group; rows >= q_len * group are padding (never stored). A sequence whose length
@@ -262,14 +257,10 @@ def paged_decode_kernel(
     low_min = tl.min(low, 0)
     limit_max = tl.max(limit, 0)
     m_i = tl.full([ROWS], _NEG_BIG, tl.float32)
-    # DEFERRED_SUM (a switch for bench/sweep_decode.py, off in the library until measured): P's row sums are
-    # kept per key position and reduced over the keys once after the loop, instead of a reduction across the four
-    # warps (shared memory and barriers) every iteration: BAR.SYNC 80 -> 71 in SASS (pages of 64, 128 keys), 255
-    # registers, no spills.
-    if DEFERRED_SUM:
-        l_i = tl.zeros([BLOCK_N, ROWS], tl.float32)
-    else:
-        l_i = tl.zeros([ROWS], tl.float32)
+    # P's row sums are kept per key position (each thread its own keys) and reduced over the keys once after the
+    # loop, instead of a reduction across the four warps (shared memory and barriers) every iteration: BAR.SYNC
+    # 80 -> 71 per 128 keys, +8-10% TB/s on the H200 (docs/perf/NOTES.md, "DEFERRED_SUM").
+    l_i = tl.zeros([BLOCK_N, ROWS], tl.float32)
     acc = tl.zeros([HEAD_DIM, ROWS], tl.float32)  # O^T
     # The splits cover num_splits * pages_per_split pages from win_lo on (planned from the host's max_seqlen and
     # window): a longer sequence would lose its last pages silently; it gets NaN rows instead.
@@ -286,17 +277,16 @@ def paged_decode_kernel(
             key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, True, DEFERRED_SUM)
+            HEAD_DIM, PAGE, BLOCK_N, True)
     else:
         m_i, l_i, acc, bad_pages = _decode_range(
             key_lo, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, row_scale, softcap, m_i, l_i, acc,
             bad_pages, KPages, VPages,
             KDescale, VDescale, table_row, hk, heads_kv, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, BLOCK_N, False, DEFERRED_SUM)
+            HEAD_DIM, PAGE, BLOCK_N, False)
     bad = bad | (tl.max(bad_pages, 0) != 0)
     # An invalid table or length poisons the whole split (and so the combined rows): NaN, never garbage.
-    if DEFERRED_SUM:
-        l_i = tl.sum(l_i, 0)
+    l_i = tl.sum(l_i, 0)
     l_i = tl.where(bad, float("nan"), l_i)
     if num_splits == 1:
         out = acc / tl.where(l_i == 0.0, 1.0, l_i)[None, :]

@@ -83,10 +83,6 @@ def reference(q, cache, scale, window_left=-1, softcap=0.0):
     return out
 
 
-# Kernel switches every run_decode call passes (set by the SwitchOn test classes for their tests).
-SWITCHES = {}
-
-
 def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64, window_left=-1, softcap=0.0):
     """As PagedDecode plans it: pages_per_split from the keys a row can see (the host's max_seqlen, default the
     longest sequence, or with a window window_left + q_len + block_n - 1 of them), rounded up to whole iterations
@@ -117,7 +113,7 @@ def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64, w
            stride_qb=qs[0], stride_qs=qs[1], stride_qh=qs[2], stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2],
            descale_stride_page=cache.descale_stride_page, descale_stride_head=1, window_left=window_left,
            softcap=softcap, PAGE=cache.page, BLOCK_N=block_n,
-           **common, **SWITCHES)
+           **common)
     if num_splits > 1:
         launch(pk.paged_combine_kernel, batch * cache.heads_kv * row_chunks, PartialO=HostTensor(partial_o, "float32"),
                PartialML=HostTensor(partial_ml, "float32"), O=HostTensor(o, "bfloat16"), num_splits=num_splits,
@@ -264,23 +260,6 @@ class Decode(unittest.TestCase):
         got, _ = run_decode(q, cache, 1, 16)
         err = np.linalg.norm(got - want) / np.linalg.norm(want)
         self.assertGreater(err, 5e-3, "another sequence's page must show")
-
-
-class SwitchOn:
-    """Mixed in before Decode: every decode check again with the kernel switch SWITCH on (the switches
-    bench/sweep_decode.py times, off in the library)."""
-    SWITCH = ""
-
-    def setUp(self):
-        SWITCHES[self.SWITCH] = True
-
-    def tearDown(self):
-        SWITCHES.clear()
-
-
-class DecodeDeferredSum(SwitchOn, Decode):
-    """DEFERRED_SUM: P's row sums reduced over the keys once, after the loop."""
-    SWITCH = "DEFERRED_SUM"
 
 
 class Append(unittest.TestCase):
