@@ -1,8 +1,8 @@
 """Varlen prefill (fp8attn.fmha_fwd_varlen, packed sequences) against the dense call at the same total work, issue
-9's "within 5% of the dense kernel's TFLOP/s": B sequences of equal length S packed, vs the dense [B, S, H, D]
-call forced onto the same Triton instance, and (FP8) the varlen call forced onto the Gluon instance against the
-dense call's own pick (the Gluon kernel: the library does not pick it for varlen until this table says so). FP8
-(quantized once, V transpose included in both) and BF16, D=128, H_q = H_kv = 32, causal and not.
+9's "within 5% of the dense kernel's TFLOP/s": B sequences of equal length S packed, each call as the library
+picks it (FP8: the Gluon "_varlen" instance for varlen, the dense Gluon one for dense), and both calls forced onto
+the same Triton instance beside them (the path BF16 and a sequence-contiguous V take). FP8 (quantized once, V
+transpose included in both) and BF16, D=128, H_q = H_kv = 32, causal and not.
 
     PYTHONPATH=build/python python3 bench/bench_varlen.py --csv out.csv
 
@@ -21,13 +21,12 @@ CASES = [(8, 4096), (2, 16384), (32, 1024)]  # (batch, seqlen): 32k tokens each
 HEADS, HEAD_DIM = 32, 128
 
 
-def varlen_instance(kernels, dtype, causal):
-    """The instance a varlen call takes: the first in manifest order (the heuristic's preference) that runs packed
-    sequences, i.e. a triton.language one without the warp-specialized even-N, V-natural or soft-capping
-    specializations. (A window used to single it out, until the Gluon kernel took windows too.)"""
+def triton_instance(kernels, dtype, causal):
+    """The first triton.language instance in manifest order that takes packed sequences (not the warp-specialized
+    even-N, V-natural or soft-capping specializations)."""
     return next(k["name"] for k in kernels if k["qk_type"] == dtype and k["head_dim"] == HEAD_DIM
-                and k["causal"] == causal
-                and not any(tag in k["name"] for tag in ("_gluon", "_evenn", "_ws", "_vnat", "_softcap")))
+                and k["causal"] == causal and k["family"] == "triton" and k["varlen"]
+                and not any(tag in k["name"] for tag in ("_vnat", "_softcap")))
 
 
 def run(dtype, causal, batch, seqlen, args):
@@ -47,28 +46,27 @@ def run(dtype, causal, batch, seqlen, args):
     cu = torch.cat([torch.zeros(1, dtype=torch.int32), lens.cumsum(0).to(torch.int32)]).cuda()
     qp, kp, vp = (t.reshape(batch * seqlen, HEADS, HEAD_DIM) for t in (q, k, v))
     kernels = fp8attn.list_kernels()
-    name = varlen_instance(kernels, dtype, causal)
-    # The Gluon FP8 instance the dense call picks first (manifest order: key-permuted V^T first).
-    gluon = next((kk["name"] for kk in kernels if kk["family"] == "gluon" and kk["qk_type"] == dtype == "e4m3"
-                  and kk["head_dim"] == HEAD_DIM and kk["causal"] == causal and "softcap" not in kk["name"]), None)
-    rec = {"dtype": dtype, "causal": causal, "batch": batch, "seqlen": seqlen, "triton_instance": name,
-           "gluon_instance": gluon or ""}
-    calls = [("dense_best", lambda: fp8attn.fmha_fwd(q, k, v, causal=causal, **kw)),
-             ("dense_same_instance", lambda: fp8attn.fmha_fwd(q, k, v, causal=causal, kernel_name=name, **kw)),
-             ("varlen", lambda: fp8attn.fmha_fwd_varlen(qp, kp, vp, cu, cu, seqlen, seqlen, causal=causal, **kw))]
-    if gluon:
-        calls.append(("varlen_gluon", lambda: fp8attn.fmha_fwd_varlen(qp, kp, vp, cu, cu, seqlen, seqlen,
-                                                                     causal=causal, kernel_name=gluon, **kw)))
+    name = triton_instance(kernels, dtype, causal)
+    # The instance the library's varlen call takes: the first in manifest order that takes packed sequences.
+    pick = next(kk["name"] for kk in kernels if kk["varlen"] and kk["qk_type"] == dtype and kk["head_dim"] == HEAD_DIM
+                and kk["causal"] == causal and not kk["softcap"])
+    rec = {"dtype": dtype, "causal": causal, "batch": batch, "seqlen": seqlen, "varlen_instance": pick,
+           "triton_instance": name}
+    calls = [("dense", lambda: fp8attn.fmha_fwd(q, k, v, causal=causal, **kw)),
+             ("varlen", lambda: fp8attn.fmha_fwd_varlen(qp, kp, vp, cu, cu, seqlen, seqlen, causal=causal, **kw)),
+             ("triton_dense", lambda: fp8attn.fmha_fwd(q, k, v, causal=causal, kernel_name=name, **kw)),
+             ("triton_varlen", lambda: fp8attn.fmha_fwd_varlen(qp, kp, vp, cu, cu, seqlen, seqlen, causal=causal,
+                                                               kernel_name=name, **kw))]
     for label, fn in calls:
         try:
             rec[label] = flops / (bvc.time_cuda(fn, args) * 1e-3) / 1e12
         except Exception as e:  # noqa: BLE001 - a row, not a crash
             rec[label] = None
             rec[f"{label}_failure"] = f"{type(e).__name__}: {e}"[:200]
-    if rec.get("varlen") and rec.get("dense_same_instance"):
-        rec["varlen_vs_dense"] = rec["varlen"] / rec["dense_same_instance"]
-    if rec.get("varlen_gluon") and rec.get("dense_best"):
-        rec["varlen_gluon_vs_dense_best"] = rec["varlen_gluon"] / rec["dense_best"]
+    for ratio, num, den in (("varlen_vs_dense", "varlen", "dense"), ("triton_varlen_vs_dense", "triton_varlen",
+                                                                      "triton_dense")):
+        if rec.get(num) and rec.get(den):
+            rec[ratio] = rec[num] / rec[den]
     return rec
 
 
@@ -80,19 +78,18 @@ def main():
     ap.add_argument("--target-ms", type=float, default=20.0)
     args = ap.parse_args()
     rows = []
-    print(f"{'dtype':>5} {'causal':>6} {'B x S':>10} {'dense (best)':>13} {'dense (same)':>13} {'varlen':>8} "
-          f"{'ratio':>6} {'varlen gluon':>13} {'vs best':>8}")
+    print(f"{'dtype':>5} {'causal':>6} {'B x S':>10} {'dense':>7} {'varlen':>7} {'ratio':>6}   {'triton dense':>12} "
+          f"{'varlen':>7} {'ratio':>6}   varlen instance")
     for dtype in ("e4m3", "bf16"):
         for causal in (False, True):
             for batch, seqlen in CASES:
                 r = run(dtype, causal, batch, seqlen, args)
                 rows.append(r)
-                cell = lambda key: f"{r[key]:.0f}" if r.get(key) else "-"  # noqa: E731
-                ratio = f"{r['varlen_vs_dense']:.3f}" if r.get("varlen_vs_dense") else "-"
-                gratio = f"{r['varlen_gluon_vs_dense_best']:.3f}" if r.get("varlen_gluon_vs_dense_best") else "-"
-                print(f"{dtype:>5} {int(causal):>6} {f'{batch}x{seqlen}':>10} {cell('dense_best'):>13} "
-                      f"{cell('dense_same_instance'):>13} {cell('varlen'):>8} {ratio:>6} {cell('varlen_gluon'):>13} "
-                      f"{gratio:>8}", flush=True)
+                cell = lambda key, w: f"{r[key]:>{w}.0f}" if r.get(key) else f"{'-':>{w}}"  # noqa: E731
+                ratio = lambda key: f"{r[key]:>6.3f}" if r.get(key) else f"{'-':>6}"  # noqa: E731
+                print(f"{dtype:>5} {int(causal):>6} {f'{batch}x{seqlen}':>10} {cell('dense', 7)} {cell('varlen', 7)} "
+                      f"{ratio('varlen_vs_dense')}   {cell('triton_dense', 12)} {cell('triton_varlen', 7)} "
+                      f"{ratio('triton_varlen_vs_dense')}   {r['varlen_instance']}", flush=True)
     if args.csv:
         bvc.write_rows(args.csv, rows)
 

@@ -65,9 +65,9 @@ def gluon_stages(head_dim):
     return 3 if head_dim == 64 else 2
 
 
-def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False):
+def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False):
     return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, gluon_block_n(head_dim), head_dim, 4,
-                      stages, causal, family="gluon", v_key_permuted=vkperm, block_descale=int8)
+                      stages, causal, family="gluon", v_key_permuted=vkperm, block_descale=int8, varlen=varlen)
 
 
 def _gluon_bf16(causal, head_dim):
@@ -93,6 +93,11 @@ def _default_instances():
     # 3 stages (H200, 2026-12-01, fp8attn_profiler --providers=instance, one run): S=2048 539 / 444 TFLOP/s full /
     # causal, S=8192 609 / 566, against 535 / 441 / 589 / 542 with 2 stages (extra set).
     rows += [_gluon(causal, gluon_stages(64), head_dim=64) for causal in (False, True)]
+    # Varlen (packed sequences) on the Gluon kernel: the vkperm FP8 instances above with the packed-sequence path
+    # compiled in, after them so that dense calls keep the dense ones (which compile the path out: carrying it
+    # cost them 1-5% on the suite, H200 2026-12-02). bench_varlen.py on the H200 (2026-12-02, forced by name):
+    # 0.97-1.05x the dense call's pick at the same work, against 0.48-0.83x for the Triton varlen path.
+    rows += [_gluon(causal, gluon_stages(d), head_dim=d, varlen=True) for d in (128, 64) for causal in (False, True)]
     # D=256 on the same kernel (O in column parts, 64-key tiles; eight parts two in flight for full attention,
     # operations/fmha_fwd.py: gluon_pv_pipelined). bench_vs_cudnn.py on the H200 (2026-12-01):
     # S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712 with V^T given; 761 / 567 / 831 / 702 with the V

@@ -1,6 +1,6 @@
 """Operation fmha_fwd: attention forward. Configuration, procedural name, kernel parameters, C++ record.
 
-    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_vkperm][_<family>]
+    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_vkperm][_bdesc][_softcap][_varlen][_<family>]
 
     layout  "strided": any (batch, seq, head) strides with head_dim contiguous (BSHD and BHSD alike)
     mask    "causal" or "full"
@@ -13,6 +13,10 @@
     bdesc   per-block q and k descales (one per 64 tokens, the quantize operation's blocks) applied in the tile;
             every "i8" (INT8 Q.K^T, e4m3 V) instance has them
     softcap logit soft-capping cap * tanh(s / cap) (Gemma 2); sliding windows need no variant (runtime)
+    varlen  gluon only (FP8 V^T, head_dim <= 128): compiled with the packed-sequence path (cu_seqlens); runs dense
+            calls too. The gluon instances without it refuse varlen, and cost nothing for it: the path's per-tile
+            setup and masked O store took 1-5% off the dense suite when every instance carried it (H200,
+            2026-12-02). Every Triton instance takes cu_seqlens at run time (no variant).
     family  omitted for "triton"; otherwise the family that compiles it (e.g. "gluon")
 """
 
@@ -50,6 +54,7 @@ class FmhaConfig:
     v_key_permuted: bool = False
     block_descale: bool = False
     softcap: bool = False
+    varlen: bool = False
 
     operation = NAME
 
@@ -72,7 +77,8 @@ class FmhaConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_fmha_fwd_(?P<qk>[a-z0-9]+)_(?P<v>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<out>[a-z0-9]+)_"
     r"(?P<bm>\d+)x(?P<bn>\d+)x(?P<d>\d+)_w(?P<w>\d+)_s(?P<s>\d+)_(?P<layout>strided)_(?P<mask>causal|full)"
-    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?P<softcap>_softcap)?(?:_(?P<family>gluon))?")
+    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?P<softcap>_softcap)?(?P<varlen>_varlen)?"
+    r"(?:_(?P<family>gluon))?")
 
 
 def name_of(c: FmhaConfig) -> str:
@@ -91,6 +97,8 @@ def name_of(c: FmhaConfig) -> str:
         name += "_bdesc"
     if c.softcap:
         name += "_softcap"
+    if c.varlen:
+        name += "_varlen"
     if c.family != "triton":
         name += f"_{c.family}"
     return name
@@ -107,7 +115,7 @@ def parse(name: str):
     return FmhaConfig(m["qk"], m["v"], m["acc"], m["out"], int(m["bm"]), int(m["bn"]), int(m["d"]),
                       int(m["w"]), int(m["s"]), m["mask"] == "causal", bool(m["ws"]), bool(m["evenn"]),
                       m["layout"], m["family"] or "triton", bool(m["vnat"]), bool(m["vkperm"]), bool(m["bdesc"]),
-                      bool(m["softcap"]))
+                      bool(m["softcap"]), bool(m["varlen"]))
 
 
 # ---- Kernel parameters (the one list: signature, PTX check and C++ packing all come from it) --------------
@@ -211,6 +219,11 @@ def _gluon_compile_spec(c: FmhaConfig):
                  and c.block_m == 2 * GLUON_WG_M and tile_ok and c.warps == 4
                  and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural
                  and not c.softcap)
+    if c.varlen and not (c.qk_type == "e4m3" and c.v_type == "e4m3" and c.head_dim <= 128):
+        # BF16 reads V as given, where a key tile past a sequence's end would reach the next sequence's rows (the
+        # FP8 V^T pads each sequence to whole tiles); at head_dim 256 the path's registers raised the spills
+        # (108 -> 132 bytes); per-block descales (INT8 Q.K^T) would straddle sequences (the host refuses them).
+        raise ValueError(f"{name_of(c)}: varlen is an e4m3 variant up to head_dim 128")
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
                          "-> bf16, 128x128x64, 128x128x128 or 128x64x256, w4 (two consumer "
@@ -236,7 +249,7 @@ def _gluon_compile_spec(c: FmhaConfig):
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
-                  "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal)}
+                  "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal), "VARLEN": c.varlen}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -246,6 +259,8 @@ def compile_spec(c: FmhaConfig):
         return _gluon_compile_spec(c)
     if c.v_key_permuted:
         raise ValueError(f"{name_of(c)}: vkperm is a gluon-kernel variant")
+    if c.varlen:
+        raise ValueError(f"{name_of(c)}: varlen is a gluon-kernel variant (every Triton instance takes cu_seqlens)")
     _, _, params, _ = kernel_of(c)
     if c.is_int8_qk and (c.v_type != "e4m3" or not c.block_descale):
         raise ValueError(f"{name_of(c)}: INT8 Q.K^T instances read e4m3 V and per-block descales (bdesc)")
@@ -317,4 +332,4 @@ def cpp_config(c: FmhaConfig):
             f"{{DataType::{t[c.qk_type]}, DataType::{t[c.v_type]}, DataType::{t[c.acc_type]}, "
             f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
             f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}, "
-            f"{b(c.v_key_permuted)}, {b(c.block_descale)}, {b(c.softcap)}}}")
+            f"{b(c.v_key_permuted)}, {b(c.block_descale)}, {b(c.softcap)}, {b(c.varlen)}}}")

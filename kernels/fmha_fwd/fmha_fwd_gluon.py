@@ -53,8 +53,8 @@ layout is a rank-4 NVMMASharedLayout (128-byte swizzle); the kernel reshapes the
 wgmma. Triton splits O's box into two [1, 64, 1, 64] stores (128 bf16 columns exceed the 128-byte swizzle
 span): encode each CUtensorMap with the box that tensordesc_meta records, not the block above.
 
-Varlen (varlen != 0, FP8 up to head_dim 128; packed sequences with cu_seqlens as the Triton kernel's; the host
-passes the V^T alignment, 128, as `varlen`): the descriptors cover the packed q, k, o as [1, total, heads,
+Varlen (the VARLEN instances, FP8 up to head_dim 128, called with varlen != 0; packed sequences with cu_seqlens
+as the Triton kernel's; the host passes the V^T alignment, 128, as `varlen`): the descriptors cover the packed q, k, o as [1, total, heads,
 head_dim] and the V^T row as [1, heads_kv, head_dim, row], and every partition offsets sequence b's blocks by its
 offsets (_sequence). The grid walks the blocks of the longest sequence for
 each sequence and skips those past a sequence's end. A Q block or K tile that runs past its sequence reads the
@@ -114,21 +114,13 @@ WG_M = gl.constexpr(64)
 CAUSAL_SECTION_BYTES = gl.constexpr(16 * 1024 * 1024)
 
 
-@gluon.constexpr_function
-def has_varlen_path(v_natural, head_dim):
-    """Whether an instance compiles the varlen path (_sequence, the masked O store): FP8 up to head_dim 128. BF16
-    reads V as given, where a tile past a sequence's end would reach the next sequence's rows; at head_dim 256 the
-    path's registers made the dense instances spill more. src/fmha/fmha_heuristic.cpp refuses varlen for the rest."""
-    return not v_natural and head_dim <= 128
-
-
 @gluon.jit
 def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, VARLEN: gl.constexpr):
     """Where sequence b lives: (batch coordinate, its first q row, first key row, first V^T column, its query and
     key lengths, bad). Dense: (b, 0, 0, 0, seqlen_q, seqlen_k, False). Varlen (packed, the descriptors' batch
     dimension is 1): the offsets' rows, the V^T column from common/varlen.py, the lengths from the offsets. Offsets
     that fail the checks (fmha_fwd_triton's, the V transpose's): no key is read, and the rows inside q get NaN.
-    VARLEN: whether the instance has the varlen path at all (has_varlen_path)."""
+    VARLEN: whether the instance has the varlen path at all (the "varlen" instances)."""
     bc = b
     q_row = b * 0
     k_row = b * 0
@@ -201,7 +193,7 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
               v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
               cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
               HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
-              NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr):
+              NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr, VARLEN: gl.constexpr):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
     one), then its K and V^T tiles through the ring. `it` counts ring slots across tiles, so the next tile's
     K and V stream in while the consumers finish the current one. Varlen: rows are the packed tensors' (the
@@ -209,7 +201,6 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     rows, which the consumers never store (Q) or mask out of the softmax (K); V^T tiles stay inside the
     sequence's zero-padded columns (common/varlen.py)."""
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
-    VARLEN_PATH: gl.constexpr = has_varlen_path(V_NATURAL, HEAD_DIM)
     batch_heads = batch * heads_q
     it = 0
     count = 0
@@ -217,8 +208,7 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
         (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-            cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL,
-            VARLEN_PATH)
+            cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through.
         mbarrier.wait(q_empty, (count & 1) ^ 1)
@@ -455,7 +445,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
-              PV_PIPELINED: gl.constexpr):
+              PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
@@ -488,7 +478,6 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
-    VARLEN_PATH: gl.constexpr = has_varlen_path(V_NATURAL, HEAD_DIM)
     batch_heads = batch * heads_q
 
     it = 0  # ring slots consumed, across tiles (the producer counts the same way)
@@ -497,8 +486,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-            cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL,
-            VARLEN_PATH)
+            cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
         qd_base = (q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
@@ -611,7 +599,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
         else:
             # The previous tile's store must have read o_smem before it is overwritten.
             tma.store_wait(pendings=0)
-        if not VARLEN_PATH:  # BF16 and head_dim 256: no varlen (the host refuses it)
+        if not VARLEN:  # a dense instance (the host refuses varlen on it)
             _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, q_row + row0, h, PARTS, NUM_PARTS, PV_N)
         elif (varlen != 0) & (row0 + WG_M > sq):
             # Varlen, this warpgroup's rows reach past its sequence: the packed O's next rows are another
@@ -646,7 +634,7 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
                BLOCK_M: gl.constexpr,
                BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
-               V_NATURAL: gl.constexpr, PV_PIPELINED: gl.constexpr):
+               V_NATURAL: gl.constexpr, PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr):
     _consumer(o_desc, LSE, q_smem, o_smem, o_free,
               k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty,
@@ -655,7 +643,7 @@ def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
               heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh, cu_seqlens_q,
               cu_seqlens_k, varlen, total_q, total_k, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)
+              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)
 
 
 @gluon.jit
@@ -674,9 +662,11 @@ def fmha_fwd_gluon_kernel(
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
-    PV_PIPELINED: gl.constexpr = False,
+    PV_PIPELINED: gl.constexpr = False, VARLEN: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
+    # VARLEN: FP8 V^T (padded per sequence) up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
+    gl.static_assert(not VARLEN or (not V_NATURAL and HEAD_DIM <= 128), "varlen: FP8 up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
     # Persistent: each program walks tiles program_id, program_id + num_programs, ... of the
     # cdiv(seqlen_q, BLOCK_M) * batch * heads_q query blocks (the runtime launches at most one program per SM:
@@ -730,7 +720,7 @@ def fmha_fwd_gluon_kernel(
                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh,
                      cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
                      0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                     BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)),
+                     BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
         (_consumer1, (o_desc, LSE, q_smem, o_smem1, o_free,
                       k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
                       v_ready,
@@ -740,9 +730,9 @@ def fmha_fwd_gluon_kernel(
                       seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os,
                       stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
                       HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                      BLOCK_DESCALE, V_NATURAL, PV_PIPELINED)),
+                      BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
                      cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, HEAD_DIM,
-                     BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL)),
+                     BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN)),
     ], [4, 1], [240, 24])

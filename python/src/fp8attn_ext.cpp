@@ -728,6 +728,7 @@ nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   r["v_key_permuted"] = d.v_key_permuted;
   r["block_descale"] = d.block_descale;
   r["softcap"] = d.softcap;
+  r["varlen"] = d.varlen;
   r["launch_warps"] = d.launch_warps;
   r["shared_bytes"] = d.shared_bytes;
   return r;

@@ -18,15 +18,12 @@ using fp8attn::detail::kKernelInstances;
 using fp8attn::detail::kNumKernelInstances;
 using library::OperationKind;
 
-namespace {
-
-/// Instances that can run a problem but are not picked for it without kernel_name: varlen on the Gluon instances,
-/// until it has been measured against the Triton instances on a GPU (docs/perf/NOTES.md).
-bool held_back(KernelInstance const& k, Arguments const& args) {
-  return args.varlen() && k.family == library::KernelFamily::kGluon;
+bool takes_varlen(KernelInstance const& instance) {
+  FmhaKernelConfig const& k = fmha_config(instance);
+  // Gluon: the "_varlen" instances (FP8 up to head_dim 128), so that the dense ones carry no per-sequence code.
+  if (instance.family == library::KernelFamily::kGluon) return k.varlen;
+  return !k.even_n && !k.warp_specialized;
 }
-
-}  // namespace
 
 bool instance_supports(KernelInstance const& instance, Arguments const& args, std::string* why) {
   FmhaProblem const& p = args.problem;
@@ -83,16 +80,11 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              "transpose writes (vkperm)";
     });
   }
-  // Gluon: packed sequences on the FP8 instances up to head_dim 128 (V^T with each sequence zero-padded), the rule
-  // of the kernel's has_varlen_path (kernels/fmha_fwd/fmha_fwd_gluon.py), which compiles the path out of the rest.
   bool const gluon = instance.family == library::KernelFamily::kGluon;
-  bool const gluon_no_varlen = gluon && (!k.v_transposed || k.head_dim > 128);
-  if (args.varlen() && (gluon_no_varlen || k.even_n || k.warp_specialized)) {
+  if (args.varlen() && !takes_varlen(instance)) {
     return fail([&] {
       return std::string("varlen (cu_seqlens) but the instance has no per-sequence offsets (") +
-             (gluon_no_varlen ? (k.v_transposed ? "gluon head_dim 256" : "gluon bf16") : k.even_n ? "evenn"
-                                                                                           : "warp-specialized") +
-             ")";
+             (gluon ? "a gluon instance without _varlen" : k.even_n ? "evenn" : "warp-specialized") + ")";
     });
   }
   if (args.varlen() && gluon && args.total_k == 0) {
@@ -155,7 +147,7 @@ KernelInstance const* tuned_instance(Arguments const& args, std::vector<TuningEn
     for (size_t i = 0; i < kNumKernelInstances; ++i) {
       KernelInstance const& k = *kKernelInstances[i];
       if (k.kind == OperationKind::kFmhaFwd && e.kernel == k.name) {
-        return !held_back(k, args) && instance_supports(k, args, nullptr) ? &k : nullptr;
+        return instance_supports(k, args, nullptr) ? &k : nullptr;
       }
     }
     return nullptr;
@@ -202,7 +194,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
       if (k.kind != OperationKind::kFmhaFwd) continue;
       bool const vnat = fmha_config(k).fp8() && !fmha_config(k).v_transposed;
       if (vnat != (tiny && pass == 0)) continue;
-      if (!held_back(k, args) && instance_supports(k, args, nullptr)) {
+      if (instance_supports(k, args, nullptr)) {
         *instance = &k;
         return Status::success();
       }

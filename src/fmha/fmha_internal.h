@@ -34,6 +34,11 @@ Status validate(Arguments const& args);
 
 // ---- heuristic (fmha_heuristic.cpp) ----
 
+/// Whether an instance takes packed sequences (cu_seqlens): every Triton instance but the warp-specialized and
+/// evenn ones (no per-sequence offsets), and the gluon "_varlen" ones (the dense gluon instances compile the path
+/// out; codegen/operations/fmha_fwd.py says why).
+bool takes_varlen(KernelInstance const& instance);
+
 /// Whether `instance` computes args' problem (and LSE when args.lse is set, with V in args' layout); if not,
 /// *why names the field and value.
 bool instance_supports(KernelInstance const& instance, Arguments const& args, std::string* why);

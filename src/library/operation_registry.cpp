@@ -30,7 +30,8 @@ std::string fmha_summary(FmhaKernelConfig const& c) {
          (c.even_n ? ", seqlen_k % " + std::to_string(c.block_n) + " == 0 only" : "") +
          (c.v_fp8() && !c.v_transposed ? ", V transposed on chip" : "") +
          (c.v_key_permuted ? ", key-permuted V^T" : "") + (c.block_descale ? ", per-block q/k descales" : "") +
-         (c.qk_type == DataType::kI8 ? ", INT8 Q.K^T with e4m3 V" : "") + (c.softcap ? ", logit soft-capping" : "");
+         (c.qk_type == DataType::kI8 ? ", INT8 Q.K^T with e4m3 V" : "") + (c.softcap ? ", logit soft-capping" : "") +
+         (c.varlen ? ", packed sequences (varlen)" : "");
 }
 
 class FmhaFwdOperation : public Operation {
@@ -215,7 +216,7 @@ struct Library {
           fmha.push_back(FmhaDescription{k.name, c.qk_type, c.v_type, c.acc_type, c.out_type, c.block_m, c.block_n,
                                          c.head_dim, c.warps, c.stages, c.causal, c.warp_specialized, c.even_n,
                                          c.v_transposed, c.v_key_permuted, c.block_descale, c.softcap,
-                                         !c.warp_specialized,
+                                         fmha::detail::takes_varlen(k), !c.warp_specialized,
                                          k.launch_warps,
                                          k.shared_bytes, k.family});
           break;

@@ -517,15 +517,49 @@ int main() {
     a.total_q = a.total_k = 5000;
     for (TensorRef* t : {&a.q, &a.k, &a.v, &a.o}) *t = TensorRef::packed(t->ptr, Layout::kBSHD, 5000, 8, 128);
     expect_ok(a, "varlen FP8 causal", {&kFp8Causal});
-    if (applicable("varlen is not run by gluon and holds the varlen V^T", {&kFp8Causal})) {
+    // FP8 varlen runs on the Gluon "_varlen" instance (V^T with the Gluon kernel's 128-column alignment:
+    // roundup128(5000) + 128 * 3 = 5504 keys per row); dense calls keep the dense Gluon instance, which refuses
+    // packed sequences, naming why.
+    Need const gluon_varlen_causal = instance(DataType::kE4M3, 128, true, "gluon varlen", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kGluon && op.varlen;
+    });
+    if (applicable("FP8 varlen is run by a gluon _varlen instance and holds its V^T", {&gluon_varlen_causal})) {
       std::string name;
-      CHECK(Fmha::select_kernel(a, &name).ok() && !contains(name, "_gluon") && !contains(name, "_evenn"),
-            "varlen pick: " + name);
-      // V^T (a Triton instance's 16-column alignment): 8 heads x 128 rows of roundup16(5000) + 16 * 3 = 5056 keys.
-      CHECK(Fmha::get_workspace_size(a) >= size_t(8) * 128 * 5056, "varlen V^T workspace: " +
+      CHECK(Fmha::select_kernel(a, &name).ok() && contains(name, "_varlen_gluon"), "varlen pick: " + name);
+      CHECK(Fmha::get_workspace_size(a) >= size_t(8) * 128 * 5504, "gluon varlen V^T workspace: " +
                                                                    std::to_string(Fmha::get_workspace_size(a)));
+      auto none = a;  // no packed keys at all: nothing for a TMA descriptor to describe
+      none.total_k = 0;
+      for (TensorRef* t : {&none.k, &none.v}) *t = TensorRef::packed(t->ptr, Layout::kBSHD, 0, 8, 128);
+      none.kernel_name = name;
+      expect_error(none, StatusCode::kErrorNotSupported, "total_k=0", "gluon varlen without keys", {&gluon_varlen_causal});
     }
-    // BF16 likewise: the Gluon BF16 instances come first in the manifest for dense calls, not for packed ones.
+    Need const gluon_dense_causal = instance(DataType::kE4M3, 128, true, "gluon dense", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kGluon && !op.varlen && op.v_key_permuted &&
+             !op.block_descale;
+    });
+    if (applicable("dense FP8 is not run by a _varlen instance", {&gluon_dense_causal})) {
+      std::string name;
+      auto dense = valid_fp8(3, 8, 4096, 128, true);
+      CHECK(Fmha::select_kernel(dense, &name).ok() && !contains(name, "_varlen"), "dense pick: " + name);
+      auto g = a;
+      g.kernel_name = name_of(gluon_dense_causal);
+      expect_error(g, StatusCode::kErrorNotSupported, "(a gluon instance without _varlen)", "varlen on a dense gluon",
+                   {&gluon_dense_causal});
+    }
+    // A Triton instance forced by name: its V^T has the 16-column alignment, roundup16(5000) + 16 * 3 = 5056 keys.
+    Need const triton_causal = instance(DataType::kE4M3, 128, true, "triton", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kTriton && op.varlen;
+    });
+    if (applicable("varlen on a triton instance holds its V^T", {&triton_causal})) {
+      auto t = a;
+      t.kernel_name = name_of(triton_causal);
+      expect_ok(t, "varlen FP8 causal on " + t.kernel_name, {&triton_causal});
+      CHECK(Fmha::get_workspace_size(t) >= size_t(8) * 128 * 5056, "triton varlen V^T workspace: " +
+                                                                   std::to_string(Fmha::get_workspace_size(t)));
+    }
+    // BF16: no Gluon instance takes packed sequences (BF16 V is read as given, where a key tile past a sequence
+    // would reach the next one); the Gluon BF16 instances come first for dense calls, not for packed ones.
     auto b16 = a;
     b16.problem.input_type = DataType::kBF16;
     b16.q_descale = b16.k_descale = b16.v_descale = DescaleRef{};
@@ -533,23 +567,6 @@ int main() {
     if (applicable("bf16 varlen is not run by gluon", {&bf16_causal})) {
       std::string name;
       CHECK(Fmha::select_kernel(b16, &name).ok() && !contains(name, "_gluon"), "bf16 varlen pick: " + name);
-    }
-    // Forced by name: the Gluon FP8 instances take packed sequences (V^T zero-padded per sequence); the Gluon BF16
-    // ones read V as given and refuse them, naming why.
-    Need const gluon_fp8_causal = instance(DataType::kE4M3, 128, true, "gluon vkperm", [](FmhaDescription const& op) {
-      return op.family == fp8attn::library::KernelFamily::kGluon && op.v_key_permuted;
-    });
-    if (applicable("varlen on a gluon FP8 instance by name", {&gluon_fp8_causal})) {
-      auto g = a;
-      g.kernel_name = name_of(gluon_fp8_causal);
-      expect_ok(g, "varlen FP8 causal on " + g.kernel_name, {&gluon_fp8_causal});
-      // V^T with the Gluon kernel's 128-column alignment: roundup128(5000) + 128 * 3 = 5504 keys per row.
-      CHECK(Fmha::get_workspace_size(g) >= size_t(8) * 128 * 5504, "gluon varlen V^T workspace: " +
-                                                                   std::to_string(Fmha::get_workspace_size(g)));
-      auto none = g;  // no packed keys at all: nothing for a TMA descriptor to describe
-      none.total_k = 0;
-      for (TensorRef* t : {&none.k, &none.v}) *t = TensorRef::packed(t->ptr, Layout::kBSHD, 0, 8, 128);
-      expect_error(none, StatusCode::kErrorNotSupported, "total_k=0", "gluon varlen without keys", {&gluon_fp8_causal});
     }
     Need const gluon_d256 = instance(DataType::kE4M3, 256, true, "gluon", [](FmhaDescription const& op) {
       return op.family == fp8attn::library::KernelFamily::kGluon;
@@ -560,7 +577,8 @@ int main() {
       g.total_q = g.total_k = 5000;
       for (TensorRef* t : {&g.q, &g.k, &g.v, &g.o}) *t = TensorRef::packed(t->ptr, Layout::kBSHD, 5000, 8, 256);
       g.kernel_name = name_of(gluon_d256);
-      expect_error(g, StatusCode::kErrorNotSupported, "(gluon head_dim 256)", "varlen on gluon D=256", {&gluon_d256});
+      expect_error(g, StatusCode::kErrorNotSupported, "(a gluon instance without _varlen)", "varlen on gluon D=256",
+                   {&gluon_d256});
     }
     Need const gluon_bf16_causal = instance(DataType::kBF16, 128, true, "gluon", [](FmhaDescription const& op) {
       return op.family == fp8attn::library::KernelFamily::kGluon;
@@ -568,7 +586,7 @@ int main() {
     if (applicable("varlen refused by a gluon BF16 instance by name", {&gluon_bf16_causal})) {
       auto g = b16;
       g.kernel_name = name_of(gluon_bf16_causal);
-      expect_error(g, StatusCode::kErrorNotSupported, "no per-sequence offsets (gluon bf16)", "varlen on gluon bf16",
+      expect_error(g, StatusCode::kErrorNotSupported, "(a gluon instance without _varlen)", "varlen on gluon bf16",
                    {&gluon_bf16_causal});
     }
     auto one = a;

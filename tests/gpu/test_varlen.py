@@ -106,15 +106,13 @@ def test_against_float64_per_sequence(dtype, causal, seed):
         assert (got[finite] - want[finite]).abs().max().item() < 0.05 if finite.any() else True, f"sequence {b} LSE"
 
 
-# The Gluon instances that take packed sequences: FP8 up to head_dim 128 (BF16 and 256 refuse them).
-GLUON_FP8 = [kk["name"] for kk in fp8attn.list_kernels()
-             if kk["family"] == "gluon" and kk["qk_type"] == "e4m3" and kk["head_dim"] <= 128
-             and "softcap" not in kk["name"]]
+# The Gluon instances that take packed sequences: the "_varlen" ones (FP8 up to head_dim 128).
+GLUON_FP8 = [kk["name"] for kk in fp8attn.list_kernels() if kk["family"] == "gluon" and kk["varlen"]]
 
 
 @pytest.mark.parametrize("name", GLUON_FP8 or ["(no gluon FP8 instance in this build)"])
 def test_gluon_instance_by_name(name, seed):
-    """The Gluon FP8 kernel on packed sequences (forced by name; the library does not pick it for varlen yet):
+    """The Gluon FP8 kernel on packed sequences (each "_varlen" instance forced by name; the library picks them):
     ragged lengths that end inside a query block and a key tile, an empty one, per-sequence descales, against
     float64 per sequence; the last sequence's V holds NaN and must reach no other sequence (its key tiles are
     zero-padded in the V^T), nor may its rows be overwritten by a neighbour's last block (stored masked)."""
@@ -149,10 +147,10 @@ def test_gluon_instance_by_name(name, seed):
 def test_one_sequence_matches_the_dense_call(seed):
     gen = fu.generator(seed)
     q, k, v = (packed([700], h, 128, gen).bfloat16() for h in (4, 2, 2))
-    # Both calls on one instance that takes packed sequences (the dense call's own pick may be a Gluon instance,
-    # which has no per-sequence offsets yet).
+    # Both calls on one instance that takes packed sequences (the dense call's own pick may be a dense Gluon
+    # instance, which refuses them).
     name = next(kk["name"] for kk in fp8attn.list_kernels() if kk["qk_type"] == "bf16" and kk["head_dim"] == 128
-                and kk["causal"] and "gluon" not in kk["name"] and "softcap" not in kk["name"])
+                and kk["causal"] and kk["varlen"] and "softcap" not in kk["name"])
     dense = fp8attn.fmha_fwd(q[None], k[None], v[None], causal=True, kernel_name=name)[0]
     var = fp8attn.fmha_fwd_varlen(q, k, v, cu([700]), cu([700]), 700, 700, causal=True, kernel_name=name)
     torch.cuda.synchronize()

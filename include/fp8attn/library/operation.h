@@ -87,6 +87,7 @@ struct FmhaDescription {
   bool v_key_permuted;    ///< "vkperm": reads the key-permuted V^T of fp8attn's own transpose, never a caller's V
   bool block_descale;     ///< "bdesc": per-block q and k descales (fmha::DescaleRef::stride_block)
   bool softcap;           ///< "softcap": logit soft-capping (FmhaFwd::Arguments::softcap)
+  bool varlen;            ///< takes packed sequences (cu_seqlens): Triton instances but ws/evenn, gluon "_varlen" ones
   bool writes_lse;        ///< can return LSE (not the warp-specialized instances: Triton 3.6 loses it)
   int launch_warps;       ///< warps actually launched (warp specialization adds partitions)
   int shared_bytes;       ///< dynamic shared memory per CTA
