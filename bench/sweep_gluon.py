@@ -100,6 +100,7 @@ class Problem:
         )
         self.vt_perm_desc = TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, bn], layout(8, bn))
         self.programs = triton.cdiv(s, BLOCK_M) * b * hq
+        self.no_offsets = torch.zeros(b + 1, dtype=torch.int32, device="cuda")
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
 
@@ -122,6 +123,10 @@ class Problem:
         strides = [n for n in kernel.arg_names if "descale_stride" in n]
         optional = {n: v for n, v in (("window_left", -1), ("window_right", -1), ("softcap", 0.0))
                     if n in kernel.arg_names}
+        if "varlen" in kernel.arg_names:  # dense: varlen 0, the offsets never read (a placeholder int32 tensor)
+            optional.update(O=self.o, stride_os=self.o.stride(1), stride_oh=self.o.stride(2),
+                            cu_seqlens_q=self.no_offsets, cu_seqlens_k=self.no_offsets, varlen=0, total_q=0,
+                            total_k=0)
         kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
                      **{n: 0 for n in strides}, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],

@@ -13,10 +13,10 @@
     bdesc   per-block q and k descales (one per 64 tokens, the quantize operation's blocks) applied in the tile;
             every "i8" (INT8 Q.K^T, e4m3 V) instance has them
     softcap logit soft-capping cap * tanh(s / cap) (Gemma 2); sliding windows need no variant (runtime)
-    varlen  gluon only (FP8 V^T, head_dim <= 128): compiled with the packed-sequence path (cu_seqlens); runs dense
-            calls too. The gluon instances without it refuse varlen, and cost nothing for it: the path's per-tile
-            setup and masked O store took 1-5% off the dense suite when every instance carried it (H200,
-            2026-12-02). Every Triton instance takes cu_seqlens at run time (no variant).
+    varlen  gluon only (head_dim <= 128): packed sequences (cu_seqlens) only. The gluon instances without it
+            refuse them, and cost nothing for them: the path's per-tile setup and masked O store took 1-5% off
+            the dense suite when every instance carried it (H200, 2026-12-02). Every Triton instance but ws/evenn
+            takes cu_seqlens at run time (no variant).
     family  omitted for "triton"; otherwise the family that compiles it (e.g. "gluon")
 """
 
@@ -168,6 +168,10 @@ GLUON_PARAMS = [
     Param("stride_oh", "i64", divisible_by_16=True),
     Param("cu_seqlens_q", "ptr"), Param("cu_seqlens_k", "ptr"), Param("varlen", "i32"),
     Param("total_q", "i32"), Param("total_k", "i32"),
+    # BF16 varlen: V's pointer and row / head strides (elements), for the descriptor of each sequence's own rows
+    # that the kernel makes on the device (global scratch); the FP8 instances ignore them.
+    Param("V", "ptr", True), Param("stride_vs", "i64", divisible_by_16=True),
+    Param("stride_vh", "i64", divisible_by_16=True),
 ]
 
 # kernel key (the family, plus a variant where one family has several kernels) -> (kernel module, function,
@@ -219,11 +223,10 @@ def _gluon_compile_spec(c: FmhaConfig):
                  and c.block_m == 2 * GLUON_WG_M and tile_ok and c.warps == 4
                  and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural
                  and not c.softcap)
-    if c.varlen and not (c.qk_type == "e4m3" and c.v_type == "e4m3" and c.head_dim <= 128):
-        # BF16 reads V as given, where a key tile past a sequence's end would reach the next sequence's rows (the
-        # FP8 V^T pads each sequence to whole tiles); at head_dim 256 the path's registers raised the spills
-        # (108 -> 132 bytes); per-block descales (INT8 Q.K^T) would straddle sequences (the host refuses them).
-        raise ValueError(f"{name_of(c)}: varlen is an e4m3 variant up to head_dim 128")
+    if c.varlen and not (c.qk_type in ("e4m3", "bf16") and c.head_dim <= 128 and not c.block_descale):
+        # At head_dim 256 the path's registers raised the spills (108 -> 132 bytes); per-block descales (INT8
+        # Q.K^T) would straddle sequences (the host refuses them).
+        raise ValueError(f"{name_of(c)}: varlen is an e4m3 or bf16 variant up to head_dim 128")
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
                          "-> bf16, 128x128x64, 128x128x128 or 128x64x256, w4 (two consumer "
@@ -244,7 +247,7 @@ def _gluon_compile_spec(c: FmhaConfig):
         # Each consumer warpgroup stores its own 64 rows.
         "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
-        "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32",
+        "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32", "V": f"*{TRITON_TYPES[c.v_type]}",
     }
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,

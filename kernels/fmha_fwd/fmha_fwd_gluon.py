@@ -53,15 +53,16 @@ layout is a rank-4 NVMMASharedLayout (128-byte swizzle); the kernel reshapes the
 wgmma. Triton splits O's box into two [1, 64, 1, 64] stores (128 bf16 columns exceed the 128-byte swizzle
 span): encode each CUtensorMap with the box that tensordesc_meta records, not the block above.
 
-Varlen (the VARLEN instances, FP8 up to head_dim 128, called with varlen != 0; packed sequences with cu_seqlens
-as the Triton kernel's; the host passes the V^T alignment, 128, as `varlen`): the descriptors cover the packed q, k, o as [1, total, heads,
+Varlen (the VARLEN instances, up to head_dim 128, packed sequences only; cu_seqlens as the Triton kernel's; the
+host passes the V^T alignment, 128, as `varlen`): the descriptors cover the packed q, k, o as [1, total, heads,
 head_dim] and the V^T row as [1, heads_kv, head_dim, row], and every partition offsets sequence b's blocks by its
-offsets (_sequence). The grid walks the blocks of the longest sequence for
-each sequence and skips those past a sequence's end. A Q block or K tile that runs past its sequence reads the
-next sequence's rows: Q rows that are never stored, K columns the softmax masks (a select, so their NaNs vanish).
-V^T tiles never leave the sequence: the transpose pads each sequence's columns with zeros to 128. O rows of a
-sequence's last block go out through masked register stores (O, stride_os, stride_oh), not a TMA box, which would
-write the next sequence's rows. LSE stays [batch, heads_q, max_seqlen_q].
+offsets (_sequence). The grid walks the blocks of the longest sequence for each sequence and skips those past a
+sequence's end. A Q block or K tile that runs past its sequence reads the next sequence's rows: Q rows that are
+never stored, K columns the softmax masks (a select, so their NaNs vanish). V tiles never leave the sequence: FP8's
+V^T pads each sequence's columns with zeros to 128 (the transpose), BF16 reads V through a descriptor of the
+sequence's own rows made on the device (_sequence_v; TMA zero-fills past its end). O rows of a sequence's last
+block go out through masked register stores (O, stride_os, stride_oh), not a TMA box, which would write the next
+sequence's rows. LSE stays [batch, heads_q, max_seqlen_q].
 
 Unlike Triton 3.6's tl.range(warp_specialize=True), the partitions here keep the row frame, so LSE is right.
 
@@ -189,9 +190,27 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
 
 
 @gluon.jit
+def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, v_ready, it, v_desc, HEAD_DIM: gl.constexpr,
+                BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """BF16 varlen: a TMA descriptor of one sequence's V rows alone, [1, sk, heads_kv, HEAD_DIM], so that a key
+    tile reaching past the sequence's end is zero-filled instead of reading the next sequence's rows (P is 0
+    there, but 0 x NaN is NaN: a neighbour's non-finite V would leak; FP8 gets the same from the V^T's zero-padded
+    columns). Made on the device in the program's global scratch (128 bytes) and rewritten for every tile, so the
+    V loads still in flight, which read the previous one, must land first: the last NUM_STAGES issued (older ones
+    have been consumed, their slots reused). v_desc: the host descriptor whose block and shared layout it copies."""
+    for i in gl.static_range(NUM_STAGES):
+        j = it - 1 - i
+        if j >= 0:
+            mbarrier.wait(v_ready.index(j % NUM_STAGES), (j // NUM_STAGES) & 1)
+    # (The batch dimension, of extent 1, never steps; its stride only has to be a valid one.)
+    return tma.make_tensor_descriptor(V + k_row.to(gl.int64) * stride_vs, [1, gl.maximum(sk, 1), heads_kv, HEAD_DIM],
+                                      [stride_vs, stride_vs, stride_vh, 1], [1, BLOCK_N, 1, HEAD_DIM], v_desc.layout)
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
               v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
-              cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
+              cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, V, stride_vs, stride_vh,
               HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
               NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr, VARLEN: gl.constexpr):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
@@ -199,7 +218,8 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     K and V stream in while the consumers finish the current one. Varlen: rows are the packed tensors' (the
     descriptors' batch dimension is 1); a Q block or K tile that runs past its sequence reads the next sequence's
     rows, which the consumers never store (Q) or mask out of the softmax (K); V^T tiles stay inside the
-    sequence's zero-padded columns (common/varlen.py)."""
+    sequence's zero-padded columns (common/varlen.py), and BF16 V tiles inside a descriptor of the sequence's own
+    rows (_sequence_v)."""
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
     batch_heads = batch * heads_q
     it = 0
@@ -211,6 +231,9 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
             cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through.
+        if VARLEN and V_NATURAL:
+            v_seq = _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_q // group_size, v_ready, it,
+                                vt_desc, HEAD_DIM, BLOCK_N, NUM_STAGES)
         mbarrier.wait(q_empty, (count & 1) ^ 1)
         mbarrier.expect(q_ready, q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m, h, 0], q_ready, q_smem)
@@ -224,7 +247,9 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
                                             k_bufs.index(s))
             mbarrier.wait(v_empty.index(s), phase ^ 1)
             mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
-            if V_NATURAL:  # BF16: V itself, [batch, seqlen_k, heads_kv, HEAD_DIM]
+            if V_NATURAL and VARLEN:  # BF16 varlen: this sequence's V rows, [1, sk, heads_kv, HEAD_DIM]
+                tma.async_copy_global_to_shared(v_seq, [0, start_n, h_kv, 0], v_ready.index(s), v_bufs.index(s))
+            elif V_NATURAL:  # BF16: V itself, [batch, seqlen_k, heads_kv, HEAD_DIM]
                 tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], v_ready.index(s),
                                                 v_bufs.index(s))
             else:
@@ -659,14 +684,15 @@ def fmha_fwd_gluon_kernel(
     seqlen_q, seqlen_k, heads_q, group_size, write_lse,
     batch,
     O, stride_os, stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
+    V, stride_vs, stride_vh,  # BF16 varlen: V's pointer and row / head strides (elements), for _sequence_v
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
     PV_PIPELINED: gl.constexpr = False, VARLEN: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
-    # VARLEN: FP8 V^T (padded per sequence) up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
-    gl.static_assert(not VARLEN or (not V_NATURAL and HEAD_DIM <= 128), "varlen: FP8 up to head_dim 128")
+    # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
+    gl.static_assert(not VARLEN or HEAD_DIM <= 128, "varlen: up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
     # Persistent: each program walks tiles program_id, program_id + num_programs, ... of the
     # cdiv(seqlen_q, BLOCK_M) * batch * heads_q query blocks (the runtime launches at most one program per SM:
@@ -733,6 +759,6 @@ def fmha_fwd_gluon_kernel(
                       BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
         (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
-                     cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, HEAD_DIM,
+                     cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, V, stride_vs, stride_vh, HEAD_DIM,
                      BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN)),
     ], [4, 1], [240, 24])

@@ -20,7 +20,7 @@ using library::OperationKind;
 
 bool takes_varlen(KernelInstance const& instance) {
   FmhaKernelConfig const& k = fmha_config(instance);
-  // Gluon: the "_varlen" instances (FP8 up to head_dim 128), so that the dense ones carry no per-sequence code.
+  // Gluon: the "_varlen" instances (up to head_dim 128), so that the dense ones carry no per-sequence code.
   if (instance.family == library::KernelFamily::kGluon) return k.varlen;
   return !k.even_n && !k.warp_specialized;
 }
@@ -86,6 +86,9 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
       return std::string("varlen (cu_seqlens) but the instance has no per-sequence offsets (") +
              (gluon ? "a gluon instance without _varlen" : k.even_n ? "evenn" : "warp-specialized") + ")";
     });
+  }
+  if (!args.varlen() && gluon && k.varlen) {
+    return fail([] { return std::string("no cu_seqlens but the instance runs packed sequences only (_varlen)"); });
   }
   if (args.varlen() && gluon && args.total_k == 0) {
     // Its K and V arrive as TMA descriptors over the packed tensors, which cannot describe an empty one.

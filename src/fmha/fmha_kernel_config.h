@@ -22,7 +22,7 @@ struct FmhaKernelConfig {
   bool v_key_permuted;    ///< "vkperm": reads the key-permuted V^T of the kperm transpose, never a caller's V
   bool block_descale;     ///< "bdesc": per-block q and k descales (DescaleRef::stride_block) applied in the tile
   bool softcap;           ///< "softcap": logit soft-capping (Arguments::softcap)
-  bool varlen;            ///< "varlen" (gluon): compiled with the packed-sequence path; other gluon ones refuse it
+  bool varlen;            ///< "varlen" (gluon): packed sequences only; the other gluon instances refuse them
 
   bool fp8() const { return is_fp8(qk_type); }
   bool v_fp8() const { return is_fp8(v_type); }  ///< FP8 V (also under INT8 Q.K^T): read as V^T

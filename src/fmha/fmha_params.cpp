@@ -28,9 +28,11 @@ char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) 
 /// past it keeps the caller's padding, possibly NaN, out of P.V), the padded length for the V^T fp8attn wrote
 /// (its padding is zeros, and a key-permuted V^T holds keys < seqlen_k at positions past it); varlen: the whole
 /// V^T row (each sequence's columns zero-padded to kVarlenVtAlignGluon, so no tile reaches the next sequence).
-/// Varlen (packed sequences, FP8 only): the descriptors cover the packed q, k, o as [1, total, heads, head_dim]
-/// and the V^T row as [1, heads_kv, head_dim, row]; the kernel offsets each sequence by cu_seqlens and stores the
-/// rows of a sequence's last block from registers (O's pointer and strides), masked to the sequence.
+/// Varlen (packed sequences, the "_varlen" instances): the descriptors cover the packed q, k, o as [1, total, heads,
+/// head_dim] and the FP8 V^T row as [1, heads_kv, head_dim, row]; the kernel offsets each sequence by cu_seqlens
+/// and stores the rows of a sequence's last block from registers (O's pointer and strides), masked to the
+/// sequence. BF16 reads V through a descriptor of each sequence's own rows that the kernel makes on the device
+/// (V's pointer and strides, the program's global scratch), so that no tile reaches the next sequence.
 template <typename FillCommon>
 Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstance const& instance, void const* v_ptr,
                   int64_t vb, int64_t vh, int64_t vs, int64_t vt_extent, FillCommon const& fill_common,
@@ -39,7 +41,6 @@ Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstanc
   if (instance.num_tensor_descs != 4) return Status(StatusCode::kErrorInternal, "gluon fmha: expected 4 descriptors");
   bool const varlen = args.varlen();
   bool const v_natural = !fmha_config(instance).v_transposed;
-  if (varlen && v_natural) return Status(StatusCode::kErrorInternal, "gluon fmha: varlen reads the V^T (FP8)");
   int64_t const d = p.head_dim;
   // TMA cannot describe an empty dimension: with seqlen_k == 0 (or no packed keys) the kernel loads no K/V tile,
   // so the maps only need to be valid.
@@ -56,6 +57,9 @@ Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstanc
   kp.O = args.o.ptr;
   kp.stride_os = args.o.stride_s;
   kp.stride_oh = args.o.stride_h;
+  kp.V = v_ptr;  // read by the BF16 varlen path only (V as given: vs, vh are its row and head strides)
+  kp.stride_vs = vs;
+  kp.stride_vh = vh;
   if (varlen) {
     kp.cu_seqlens_q = args.cu_seqlens_q;
     kp.cu_seqlens_k = args.cu_seqlens_k;
@@ -76,8 +80,8 @@ Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstanc
   }
   // FP8 reads V^T [batch, heads_kv, head_dim, extent]; BF16 reads V as given, [batch, seqlen_k, heads_kv, head_dim]
   // (16-bit wgmma takes a head_dim-contiguous B operand).
-  if (Status s = v_natural ? runtime::make_tensor_map_param(driver, m[2], v_ptr, {p.batch, sk, p.heads_kv, d},
-                                                            {vb, vs, vh, 1}, &kp.vt_desc)
+  if (Status s = v_natural ? runtime::make_tensor_map_param(driver, m[2], v_ptr, {batch, sk, p.heads_kv, d},
+                                                            {varlen ? vs * sk : vb, vs, vh, 1}, &kp.vt_desc)
                            : runtime::make_tensor_map_param(driver, m[2], v_ptr,
                                                             {batch, p.heads_kv, d, std::max(vt_extent, sk)},
                                                             {varlen ? vh * p.heads_kv : vb, vh, vs, 1}, &kp.vt_desc);

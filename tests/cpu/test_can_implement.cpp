@@ -558,15 +558,23 @@ int main() {
       CHECK(Fmha::get_workspace_size(t) >= size_t(8) * 128 * 5056, "triton varlen V^T workspace: " +
                                                                    std::to_string(Fmha::get_workspace_size(t)));
     }
-    // BF16: no Gluon instance takes packed sequences (BF16 V is read as given, where a key tile past a sequence
-    // would reach the next one); the Gluon BF16 instances come first for dense calls, not for packed ones.
+    // BF16 likewise: the Gluon "_varlen" BF16 instance (V read through a descriptor of each sequence's rows).
     auto b16 = a;
     b16.problem.input_type = DataType::kBF16;
     b16.q_descale = b16.k_descale = b16.v_descale = DescaleRef{};
-    Need const bf16_causal = instance(DataType::kBF16, 128, true);
-    if (applicable("bf16 varlen is not run by gluon", {&bf16_causal})) {
+    Need const gluon_bf16_varlen = instance(DataType::kBF16, 128, true, "gluon varlen", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kGluon && op.varlen;
+    });
+    if (applicable("bf16 varlen is run by a gluon _varlen instance", {&gluon_bf16_varlen})) {
       std::string name;
-      CHECK(Fmha::select_kernel(b16, &name).ok() && !contains(name, "_gluon"), "bf16 varlen pick: " + name);
+      CHECK(Fmha::select_kernel(b16, &name).ok() && contains(name, "_varlen_gluon"), "bf16 varlen pick: " + name);
+      // A _varlen instance runs packed sequences only: a dense call forced onto it is refused, naming why.
+      auto dense = valid_fp8(3, 8, 4096, 128, true);
+      dense.problem.input_type = DataType::kBF16;
+      dense.q_descale = dense.k_descale = dense.v_descale = DescaleRef{};
+      dense.kernel_name = name_of(gluon_bf16_varlen);
+      expect_error(dense, StatusCode::kErrorNotSupported, "runs packed sequences only (_varlen)",
+                   "dense on a _varlen instance", {&gluon_bf16_varlen});
     }
     Need const gluon_d256 = instance(DataType::kE4M3, 256, true, "gluon", [](FmhaDescription const& op) {
       return op.family == fp8attn::library::KernelFamily::kGluon;
@@ -580,8 +588,8 @@ int main() {
       expect_error(g, StatusCode::kErrorNotSupported, "(a gluon instance without _varlen)", "varlen on gluon D=256",
                    {&gluon_d256});
     }
-    Need const gluon_bf16_causal = instance(DataType::kBF16, 128, true, "gluon", [](FmhaDescription const& op) {
-      return op.family == fp8attn::library::KernelFamily::kGluon;
+    Need const gluon_bf16_causal = instance(DataType::kBF16, 128, true, "gluon dense", [](FmhaDescription const& op) {
+      return op.family == fp8attn::library::KernelFamily::kGluon && !op.varlen;
     });
     if (applicable("varlen refused by a gluon BF16 instance by name", {&gluon_bf16_causal})) {
       auto g = b16;
