@@ -95,8 +95,8 @@ def _default_instances():
     rows += [_gluon(causal, gluon_stages(64), head_dim=64) for causal in (False, True)]
     # Varlen (packed sequences) on the Gluon kernel: the vkperm FP8 instances above with the packed-sequence path
     # compiled in (packed sequences only; the dense ones compile the path out: carrying it cost them 1-5% on the
-    # suite, H200 2026-12-02). bench_varlen.py on the H200 (2026-12-02): 0.94-0.99x the dense call at the same
-    # work, against 0.48-0.83x for the Triton varlen path.
+    # suite, H200 2026-12-02). bench_varlen.py on the H200 (2026-12-02, two runs): 0.94-0.99x the dense call at
+    # the same work, against 0.48-0.83x for the Triton varlen path.
     rows += [_gluon(causal, gluon_stages(d), head_dim=d, varlen=True) for d in (128, 64) for causal in (False, True)]
     # D=256 on the same kernel (O in column parts, 64-key tiles; eight parts two in flight for full attention,
     # operations/fmha_fwd.py: gluon_pv_pipelined). bench_vs_cudnn.py on the H200 (2026-12-01):
@@ -110,8 +110,9 @@ def _default_instances():
     # 396 / 309; at D=64 S=8192 full the Triton instance is 1-3% faster (two runs): a tuning-table row
     # (src/fmha/tuning/tuning_table.csv).
     rows += [_gluon_bf16(causal, d) for causal in (False, True) for d in (64, 128)]
-    # BF16 varlen on the Gluon kernel (V through a descriptor of each sequence's rows, made on the device): compiled,
-    # not yet measured; the Triton BF16 varlen path runs at 0.52-0.81x of the dense Gluon call (H200, 2026-12-02).
+    # BF16 varlen on the Gluon kernel (V through a descriptor of each sequence's rows, made on the device):
+    # bench_varlen.py on the H200 (2026-12-02): 0.90-1.01x the dense Gluon call at the same work, against 0.52-0.81x
+    # for the Triton BF16 varlen path.
     rows += [_gluon_bf16(causal, d, varlen=True) for d in (128, 64) for causal in (False, True)]
     # BF16 at D=256 on the Gluon kernel (one [64, 256] accumulator, one O buffer the two warpgroups share): same
     # profiler run, S=2048 581 / 504 full / causal, S=8192 615 / 536, against 460 / 384 / 495 / 498 for the
