@@ -127,6 +127,8 @@ class Problem:
             optional.update(O=self.o, stride_os=self.o.stride(1), stride_oh=self.o.stride(2),
                             cu_seqlens_q=self.no_offsets, cu_seqlens_k=self.no_offsets, varlen=0, total_q=0,
                             total_k=0)
+        if "stride_vs" in kernel.arg_names:  # read by the BF16 varlen path only
+            optional.update(V=self.vt, stride_vs=self.vt.stride(2), stride_vh=self.vt.stride(1))
         kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
                      **{n: 0 for n in strides}, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],

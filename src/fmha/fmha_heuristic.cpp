@@ -177,8 +177,10 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
   }
   // The tuning table first, when it has entries and a driver says which GPU this is (nothing otherwise: an
   // empty table costs one branch), except for calls small enough that one launch beats two (the pass below).
+  // (Not for packed sequences: the table was measured on dense calls, and its picks could send them to a Triton
+  // instance, the slow path for varlen.)
   bool const tiny = prefers_single_launch(args);
-  if (std::vector<TuningEntry> const& table = tuning_table(); !table.empty() && !tiny) {
+  if (std::vector<TuningEntry> const& table = tuning_table(); !table.empty() && !tiny && !args.varlen()) {
     fp8attn::detail::CudaDriver const* driver = nullptr;
     std::string gpu;
     if (fp8attn::detail::cuda_driver(&driver) && fp8attn::detail::device_name(*driver, &gpu)) {

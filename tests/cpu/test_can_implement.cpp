@@ -533,6 +533,10 @@ int main() {
       for (TensorRef* t : {&none.k, &none.v}) *t = TensorRef::packed(t->ptr, Layout::kBSHD, 0, 8, 128);
       none.kernel_name = name;
       expect_error(none, StatusCode::kErrorNotSupported, "total_k=0", "gluon varlen without keys", {&gluon_varlen_causal});
+      auto dense = valid_fp8(3, 8, 4096, 128, true);  // packed sequences only: a dense call is refused
+      dense.kernel_name = name;
+      expect_error(dense, StatusCode::kErrorNotSupported, "runs packed sequences only (_varlen)",
+                   "dense FP8 on a _varlen instance", {&gluon_varlen_causal});
     }
     Need const gluon_dense_causal = instance(DataType::kE4M3, 128, true, "gluon dense", [](FmhaDescription const& op) {
       return op.family == fp8attn::library::KernelFamily::kGluon && !op.varlen && op.v_key_permuted &&

@@ -70,9 +70,24 @@ def per_sequence_e4m3(x, lens, heads_kv):
     return out, scale, out.double() * rep.double()[:, :, None]
 
 
+def triton_varlen_instance(dtype, head_dim, causal):
+    """The first Triton instance that takes packed sequences for these fields (the path head_dim 256, soft-capping,
+    a caller's sequence-contiguous V and tuning-table picks take), None if the build has none."""
+    return next((kk["name"] for kk in fp8attn.list_kernels() if kk["family"] == "triton" and kk["varlen"]
+                 and kk["qk_type"] == dtype and kk["head_dim"] == head_dim and kk["causal"] == causal
+                 and kk["v_transposed"] == (dtype != "bf16") and not kk["softcap"] and not kk["block_descale"]), None)
+
+
+@pytest.mark.parametrize("path", ["pick", "triton"])
 @pytest.mark.parametrize("dtype", ["e4m3", "e4m3_per_sequence", "bf16"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_against_float64_per_sequence(dtype, causal, seed):
+def test_against_float64_per_sequence(dtype, causal, path, seed):
+    """path: the library's pick (the Gluon "_varlen" instance where compiled), or the Triton varlen path forced."""
+    kernel_name = ""
+    if path == "triton":
+        kernel_name = triton_varlen_instance("bf16" if dtype == "bf16" else "e4m3", 128, causal)
+        if kernel_name is None:
+            pytest.skip("no Triton varlen instance in this build")
     gen = fu.generator(seed)
     lens_q, lens_k = [1, 300, 77, 1000, 0, 129, 0], [1, 300, 500, 1000, 40, 129, 0]  # the last one empty
     hq, hkv, d = 8, 2, 128
@@ -91,7 +106,7 @@ def test_against_float64_per_sequence(dtype, causal, seed):
         q8, k8, v8 = q.bfloat16(), k.bfloat16(), v.bfloat16()
         qf, kf, vf = q8.double(), k8.double(), v8.double()
     o, lse = fp8attn.fmha_fwd_varlen(q8, k8, v8, cu(lens_q), cu(lens_k), max(lens_q), max(lens_k), causal=causal,
-                                     return_lse=True, **kw)
+                                     return_lse=True, kernel_name=kernel_name, **kw)
     torch.cuda.synchronize()
     ref_lse = torch.full(lse.shape, float("nan"), dtype=torch.float64, device="cuda")
     ref = reference(qf, kf, vf, lens_q, lens_k, causal, 1 / math.sqrt(d), lse=ref_lse)
@@ -164,14 +179,36 @@ def test_one_sequence_matches_the_dense_call(seed):
     assert torch.equal(var, dense)
 
 
-def test_window_per_sequence(seed):
+# Sliding windows per sequence on every instance that takes packed sequences for them: each Gluon "_varlen" one and
+# the Triton path (both dtypes, causal and not), forced by name.
+WINDOW_NAMES = GLUON_VARLEN + [n for n in (triton_varlen_instance(t, 128, c) for t in ("bf16", "e4m3")
+                                           for c in (False, True)) if n]
+
+
+@pytest.mark.parametrize("name", WINDOW_NAMES or ["(no varlen instance in this build)"])
+def test_window_per_sequence(name, seed):
+    """A left window with causal, left and right windows without, per sequence (a window's tiles are skipped per
+    sequence, not per batch), against float64."""
+    if not WINDOW_NAMES:
+        pytest.skip("no varlen instance in this build")
+    info = fp8attn.find_kernel(name)
+    d, causal = info["head_dim"], info["causal"]
+    window = (64, -1) if causal else (100, 30)
     gen = fu.generator(seed)
     lens = [500, 33, 900]
-    q, k, v = (packed(lens, h, 128, gen).bfloat16() for h in (4, 4, 4))
-    o = fp8attn.fmha_fwd_varlen(q, k, v, cu(lens), cu(lens), 900, 900, causal=True, window=(64, -1))
+    q, k, v = (packed(lens, h, d, gen) for h in (4, 2, 2))
+    if info["qk_type"] == "bf16":
+        q8, k8, v8 = (t.bfloat16() for t in (q, k, v))
+        qf, kf, vf = (t.double() for t in (q8, k8, v8))
+        kw, tolerance = {}, 0.01
+    else:
+        (q8, qd, qf), (k8, kd, kf), (v8, vd, vf) = (per_sequence_e4m3(t, lens, 2) for t in (q, k, v))
+        kw, tolerance = dict(q_descale=qd, k_descale=kd, v_descale=vd), 0.05
+    o = fp8attn.fmha_fwd_varlen(q8, k8, v8, cu(lens), cu(lens), 900, 900, causal=causal, window=window,
+                                kernel_name=name, **kw)
     torch.cuda.synchronize()
-    ref = reference(q.double(), k.double(), v.double(), lens, lens, True, 1 / math.sqrt(128), (64, -1))
-    assert ((o.double() - ref).norm() / ref.norm()).item() < 0.01
+    ref = reference(qf, kf, vf, lens, lens, causal, 1 / math.sqrt(d), window)
+    assert ((o.double() - ref).norm() / ref.norm()).item() < tolerance, name
 
 
 def test_bad_offsets_give_nan_rows_and_errors(seed):
