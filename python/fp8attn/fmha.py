@@ -147,8 +147,8 @@ def fmha_fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqle
     sequence whose offsets are not monotonic, leave the tensors or exceed the bounds gets NaN rows (up to
     max_seqlen_q of them; rows no sequence covers are not written).
     Returns O [total_q, H_q, D] (BF16), or (O, LSE) with return_lse, LSE float32 [batch, H_q, max_seqlen_q] (rows
-    past a sequence's length untouched). The library picks a Triton instance; the Gluon FP8 instances run it when
-    forced by kernel_name (not picked until measured on a GPU)."""
+    past a sequence's length untouched). The library picks a Gluon "_varlen" instance (FP8 and BF16, D = 64 and 128),
+    else a Triton one."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() != 3:
             raise ValueError(f"{name}: expected a 3-D [total, heads, head_dim] tensor, got "

@@ -48,6 +48,13 @@ Fmha::Arguments valid_fp8(int batch = 2, int heads = 8, int seqlen = 8192, int h
   return a;
 }
 
+/// The same call in BF16: no descales.
+Fmha::Arguments as_bf16(Fmha::Arguments a) {
+  a.problem.input_type = DataType::kBF16;
+  a.q_descale = a.k_descale = a.v_descale = DescaleRef{};
+  return a;
+}
+
 // ---- what this build holds ------------------------------------------------------------------------------
 
 /// An instance an expectation needs: a description for the "not applicable" line and a registry predicate.
@@ -73,6 +80,9 @@ Need const kFp8WarpSpecialized =
 Need const kFp8Gluon = instance(DataType::kE4M3, 128, false, "gluon", [](FmhaDescription const& op) {
   return op.family == fp8attn::library::KernelFamily::kGluon;
 });
+/// Gluon instances that run packed sequences only ("_varlen"), and the dense ones.
+bool gluon_varlen(FmhaDescription const& op) { return op.family == fp8attn::library::KernelFamily::kGluon && op.varlen; }
+bool gluon_dense(FmhaDescription const& op) { return op.family == fp8attn::library::KernelFamily::kGluon && !op.varlen; }
 Need const kFp8GluonKeyPermuted = instance(DataType::kE4M3, 128, false, "gluon vkperm", [](FmhaDescription const& op) {
   return op.family == fp8attn::library::KernelFamily::kGluon && op.v_key_permuted;
 });
@@ -230,8 +240,7 @@ int main() {
     if (applicable("fp8 head_dim " + std::to_string(d) + " in the selected name", {&fp8})) {
       CHECK(contains(selected(a), "x" + std::to_string(d) + "_"), "head_dim in name: " + selected(a));
     }
-    a.problem.input_type = DataType::kBF16;
-    a.q_descale = a.k_descale = a.v_descale = DescaleRef{};
+    a = as_bf16(a);
     expect_ok(a, "bf16 without descales, head_dim " + std::to_string(d), {&bf16});
     if (applicable("bf16 head_dim " + std::to_string(d) + " instance, V read as given", {&bf16})) {
       CHECK(contains(selected(a), "bf16_bf16_f32_bf16"), "bf16 instance: " + selected(a));
@@ -404,9 +413,7 @@ int main() {
   { auto a = valid_fp8(); a.q.stride_s = 4104; expect_error(a, StatusCode::kErrorMisalignedOperand, "q.stride_s=4104", "q stride_s"); }
   { auto a = valid_fp8(); a.k.stride_h = -128; expect_error(a, StatusCode::kErrorInvalidProblem, "k.stride_h=-128", "negative stride"); }
   {
-    auto a = valid_fp8(1, 4, 512);
-    a.problem.input_type = DataType::kBF16;
-    a.q_descale = a.k_descale = a.v_descale = DescaleRef{};
+    auto a = as_bf16(valid_fp8(1, 4, 512));
     a.v.stride_s = 1;
     a.v.stride_d = 512;
     Need bf16 = instance(DataType::kBF16, 128, false);
@@ -494,9 +501,7 @@ int main() {
     Need const bf16_softcap = instance(DataType::kBF16, 128, true, "softcap", [](FmhaDescription const& op) {
       return op.softcap;
     });
-    auto cb = valid_fp8(2, 8, 4096, 128, true);
-    cb.problem.input_type = DataType::kBF16;
-    cb.q_descale = cb.k_descale = cb.v_descale = DescaleRef{};
+    auto cb = as_bf16(valid_fp8(2, 8, 4096, 128, true));
     cb.softcap = 30.0f;
     if (applicable("bf16 softcap picks a softcap instance", {&bf16_softcap})) {
       std::string name;
@@ -520,9 +525,7 @@ int main() {
     // FP8 varlen runs on the Gluon "_varlen" instance (V^T with the Gluon kernel's 128-column alignment:
     // roundup128(5000) + 128 * 3 = 5504 keys per row); dense calls keep the dense Gluon instance, which refuses
     // packed sequences, naming why.
-    Need const gluon_varlen_causal = instance(DataType::kE4M3, 128, true, "gluon varlen", [](FmhaDescription const& op) {
-      return op.family == fp8attn::library::KernelFamily::kGluon && op.varlen;
-    });
+    Need const gluon_varlen_causal = instance(DataType::kE4M3, 128, true, "gluon varlen", gluon_varlen);
     if (applicable("FP8 varlen is run by a gluon _varlen instance and holds its V^T", {&gluon_varlen_causal})) {
       std::string name;
       CHECK(Fmha::select_kernel(a, &name).ok() && contains(name, "_varlen_gluon"), "varlen pick: " + name);
@@ -539,8 +542,7 @@ int main() {
                    "dense FP8 on a _varlen instance", {&gluon_varlen_causal});
     }
     Need const gluon_dense_causal = instance(DataType::kE4M3, 128, true, "gluon dense", [](FmhaDescription const& op) {
-      return op.family == fp8attn::library::KernelFamily::kGluon && !op.varlen && op.v_key_permuted &&
-             !op.block_descale;
+      return gluon_dense(op) && op.v_key_permuted && !op.block_descale;
     });
     if (applicable("dense FP8 is not run by a _varlen instance", {&gluon_dense_causal})) {
       std::string name;
@@ -563,19 +565,13 @@ int main() {
                                                                    std::to_string(Fmha::get_workspace_size(t)));
     }
     // BF16 likewise: the Gluon "_varlen" BF16 instance (V read through a descriptor of each sequence's rows).
-    auto b16 = a;
-    b16.problem.input_type = DataType::kBF16;
-    b16.q_descale = b16.k_descale = b16.v_descale = DescaleRef{};
-    Need const gluon_bf16_varlen = instance(DataType::kBF16, 128, true, "gluon varlen", [](FmhaDescription const& op) {
-      return op.family == fp8attn::library::KernelFamily::kGluon && op.varlen;
-    });
+    auto const b16 = as_bf16(a);
+    Need const gluon_bf16_varlen = instance(DataType::kBF16, 128, true, "gluon varlen", gluon_varlen);
     if (applicable("bf16 varlen is run by a gluon _varlen instance", {&gluon_bf16_varlen})) {
       std::string name;
       CHECK(Fmha::select_kernel(b16, &name).ok() && contains(name, "_varlen_gluon"), "bf16 varlen pick: " + name);
       // A _varlen instance runs packed sequences only: a dense call forced onto it is refused, naming why.
-      auto dense = valid_fp8(3, 8, 4096, 128, true);
-      dense.problem.input_type = DataType::kBF16;
-      dense.q_descale = dense.k_descale = dense.v_descale = DescaleRef{};
+      auto dense = as_bf16(valid_fp8(3, 8, 4096, 128, true));
       dense.kernel_name = name_of(gluon_bf16_varlen);
       expect_error(dense, StatusCode::kErrorNotSupported, "runs packed sequences only (_varlen)",
                    "dense on a _varlen instance", {&gluon_bf16_varlen});
@@ -592,9 +588,7 @@ int main() {
       expect_error(g, StatusCode::kErrorNotSupported, "(a gluon instance without _varlen)", "varlen on gluon D=256",
                    {&gluon_d256});
     }
-    Need const gluon_bf16_causal = instance(DataType::kBF16, 128, true, "gluon dense", [](FmhaDescription const& op) {
-      return op.family == fp8attn::library::KernelFamily::kGluon && !op.varlen;
-    });
+    Need const gluon_bf16_causal = instance(DataType::kBF16, 128, true, "gluon dense", gluon_dense);
     if (applicable("varlen refused by a gluon BF16 instance by name", {&gluon_bf16_causal})) {
       auto g = b16;
       g.kernel_name = name_of(gluon_bf16_causal);

@@ -120,10 +120,10 @@ class FmhaFwd {
     /// [0, total] or exceed those bounds gets NaN in its rows (O and LSE) where its query range lies inside q, up
     /// to seqlen_q rows (the grid: rows past it are not written), and nothing is read for it. Rows of q that no
     /// sequence covers are not written. LSE is [batch, heads_q, seqlen_q] (rows past a sequence's length
-    /// untouched). The heuristic picks a Triton instance (not evenn or warp-specialized; no per-block descales);
-    /// the Gluon FP8 instances up to head_dim 128 run it when named (kernel_name). V in key order (FP8 V is
-    /// transposed by the library into the workspace, each sequence's keys aligned to 16 columns for the Triton
-    /// instances, to 128 and zero-padded for the Gluon ones).
+    /// untouched). No per-block descales. The heuristic picks a Gluon "_varlen" instance (FP8 and BF16, head_dim
+    /// 64 and 128; they run packed sequences only), else a Triton one (not evenn or warp-specialized). V in key
+    /// order (FP8 V is transposed by the library into the workspace, each sequence's keys aligned to 16 columns
+    /// for the Triton instances, to 128 and zero-padded for the Gluon ones).
     int32_t const* cu_seqlens_q = nullptr;
     int32_t const* cu_seqlens_k = nullptr;
     int64_t total_q = 0;
