@@ -6,7 +6,9 @@ variant's before its time counts. Used to decide what goes into the manifest and
 
 A variant is name=KEY=int,...: BLOCK_N, stages, warps, splits (0: the library's automatic choice, as
 src/paged/paged.cpp plans it), target (with splits=0: split every case into target // programs, e.g. 396 for
-three programs per SM, instead), maxnreg (0: none), and the kernel's switches by name (upper-case constexprs, e.g. NAME=1).
+three programs per SM, instead), maxnreg (0: none), gluon=1 (the Gluon kernel, kernels/paged/paged_decode_gluon.py:
+TMA page loads from a producer warp; ROWS may be 8 there), and the kernel's switches by name (upper-case
+constexprs, e.g. NAME=1).
 Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 
@@ -36,8 +38,18 @@ _INTS = ("q_len", "heads_q", "heads_kv", "num_pages", "max_pages", "pages_per_sp
          "stride_qb", "stride_qs", "stride_qh", "stride_ob", "stride_os", "stride_oh", "descale_stride_page",
          "descale_stride_head", "window_left")
 paged_decode_kernel = triton.jit(_library_kernel.fn, do_not_specialize=list(_INTS))
+try:  # the Gluon kernel (a prototype while it is not in the manifest)
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-DEFAULTS = {"BLOCK_N": 128, "stages": 5, "warps": 4, "splits": 0, "target": 0, "maxnreg": 0, "ROWS": 16}
+    from paged.paged_decode_gluon import paged_decode_gluon_kernel as _gluon_kernel
+
+    paged_decode_gluon_kernel = gluon.jit(_gluon_kernel.fn, do_not_specialize=list(_INTS))
+except ImportError:  # an older Triton: the Gluon variants report the error as their row
+    paged_decode_gluon_kernel = None
+
+DEFAULTS = {"BLOCK_N": 128, "stages": 5, "warps": 4, "splits": 0, "target": 0, "maxnreg": 0, "ROWS": 16, "gluon": 0}
 # The library's automatic split choice (src/paged/paged.cpp: splits_of).
 SPLIT_BELOW, TARGET_PROGRAMS, MIN_PAGES_PER_SPLIT = 132, 264, 4
 
@@ -95,14 +107,21 @@ def launcher(case, inp, v):
     # The kernel's own switches (upper-case names other than the tile's), e.g. NAME=1.
     switches = {k: bool(x) for k, x in v.items() if k.isupper() and k not in ("BLOCK_N", "ROWS")}
 
+    common = (inp["kd"], inp["vd"], inp["table"], inp["seqlens"], out, part_o, part_ml,
+              HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, inp["k"].shape[0], inp["table"].shape[1], pages_per_split,
+              splits, chunks, q.stride(0), q.stride(1), q.stride(2), out.stride(0), out.stride(1), out.stride(2),
+              0, 1, window, 0.0)
+    if v["gluon"]:
+        decode = gluon_decode(case, inp, v, programs, common, extra)
+    else:
+        def decode():
+            paged_decode_kernel[(programs,)](
+                q, inp["k"], inp["vt"], *common,
+                HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], **switches,
+                num_warps=v["warps"], num_stages=v["stages"], **extra)
+
     def call():
-        paged_decode_kernel[(programs,)](
-            q, inp["k"], inp["vt"], inp["kd"], inp["vd"], inp["table"], inp["seqlens"], out, part_o, part_ml,
-            HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, inp["k"].shape[0], inp["table"].shape[1], pages_per_split,
-            splits, chunks, q.stride(0), q.stride(1), q.stride(2), out.stride(0), out.stride(1), out.stride(2),
-            0, 1, window, 0.0,
-            HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], **switches,
-            num_warps=v["warps"], num_stages=v["stages"], **extra)
+        decode()
         if splits > 1:
             paged_combine_kernel[(batch * heads_kv * chunks,)](
                 part_o, part_ml, out, q_len, heads_q, heads_kv, splits, chunks,
@@ -111,6 +130,24 @@ def launcher(case, inp, v):
 
     read = context if window < 0 else min(context, window + q_len)
     return call, 2 * batch * read * heads_kv * HEAD_DIM, splits
+
+
+def gluon_decode(case, inp, v, programs, common, extra):
+    """The Gluon kernel's launch: the Triton kernel's arguments after its cache pointers, K and V^T read through
+    two-dimensional TMA descriptors over the pages."""
+    page, heads_kv = case[6], case[4]
+    sub = min(page, v["BLOCK_N"])
+    k2 = inp["k"].view(-1, heads_kv * HEAD_DIM)  # [num_pages * page, heads_kv * D]
+    vt2 = inp["vt"].view(-1, page)  # [num_pages * heads_kv * D, page]
+    k_desc = TensorDescriptor.from_tensor(k2, [sub, HEAD_DIM], gl.NVMMASharedLayout(128, 8, 2))
+    vt_desc = TensorDescriptor.from_tensor(vt2, [HEAD_DIM, sub], gl.NVMMASharedLayout(min(128, sub), 8, 2))
+
+    def decode():
+        paged_decode_gluon_kernel[(programs,)](
+            k_desc, vt_desc, inp["q"], *common,
+            HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], NUM_STAGES=v["stages"],
+            num_warps=4, **extra)
+    return decode
 
 
 def main():
@@ -139,11 +176,13 @@ def main():
                     ref = got.clone()
                 ok = torch.allclose(got, ref, rtol=2e-2, atol=2e-2) and bool(torch.isfinite(got).all())
                 rec["splits_used"] = splits
-                if not ok:
+                ms = bvc.time_cuda(call, args)
+                rec["ms"], rec["tbps"] = ms, nbytes / (ms * 1e-3) / 1e12
+                if not ok:  # timed all the same (a wrong kernel's speed still says whether its design is worth fixing)
+                    rec["mismatch"] = float((got - ref).abs().nan_to_num(float("inf")).max())
+                    print(f"  {case[0]} {name}: MISMATCH, max |diff| {rec['mismatch']:.3g} vs the first variant; "
+                          f"{rec['tbps']:.2f} TB/s", flush=True)
                     rec["tbps"] = "MISMATCH"
-                else:
-                    ms = bvc.time_cuda(call, args)
-                    rec["ms"], rec["tbps"] = ms, nbytes / (ms * 1e-3) / 1e12
             except Exception as e:  # noqa: BLE001 - a variant that does not compile or launch is a row, not an end
                 rec["tbps"] = f"{type(e).__name__}: {e}"[:120]
             records.append(rec)

@@ -129,17 +129,16 @@ def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q
     sq = seqlen_q
     sk = seqlen_k
     bad = b < 0
-    if VARLEN:
-        if varlen != 0:
-            q_start, q_end, q_ok = varlen_range(cu_seqlens_q, b, total_q)
-            k_start, k_end, k_ok = varlen_range(cu_seqlens_k, b, total_k)
-            bad = ~q_ok | (q_end - q_start > seqlen_q) | ~k_ok | (k_end - k_start > seqlen_k)
-            bc = b * 0
-            q_row = gl.where(q_ok, q_start, 0)
-            sq = gl.where(q_ok, gl.minimum(q_end - q_start, seqlen_q), 0)
-            k_row = gl.where(bad, 0, k_start)
-            sk = gl.where(bad, 0, k_end - k_start)
-            v_col = varlen_vt_start(k_row, b, varlen)  # varlen: the V^T alignment, 128 here (the host's)
+    if VARLEN:  # packed sequences only (the host refuses a dense call on a _varlen instance)
+        q_start, q_end, q_ok = varlen_range(cu_seqlens_q, b, total_q)
+        k_start, k_end, k_ok = varlen_range(cu_seqlens_k, b, total_k)
+        bad = ~q_ok | (q_end - q_start > seqlen_q) | ~k_ok | (k_end - k_start > seqlen_k)
+        bc = b * 0
+        q_row = gl.where(q_ok, q_start, 0)
+        sq = gl.where(q_ok, gl.minimum(q_end - q_start, seqlen_q), 0)
+        k_row = gl.where(bad, 0, k_start)
+        sk = gl.where(bad, 0, k_end - k_start)
+        v_col = varlen_vt_start(k_row, b, varlen)  # varlen: the V^T alignment, 128 here (the host's)
     return bc, q_row, k_row, v_col, sq, sk, bad
 
 
@@ -628,7 +627,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             tma.store_wait(pendings=0)
         if not VARLEN:  # a dense instance (the host refuses varlen on it)
             _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, q_row + row0, h, PARTS, NUM_PARTS, PV_N)
-        elif (varlen != 0) & (row0 + WG_M > sq):
+        elif row0 + WG_M > sq:
             # Varlen, this warpgroup's rows reach past its sequence: the packed O's next rows are another
             # sequence's, which a TMA box would overwrite; stores from registers, masked to the sequence.
             rows = row0 + gl.arange(0, WG_M, layout=gl.SliceLayout(1, o_layout))

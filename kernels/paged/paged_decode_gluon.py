@@ -1,0 +1,360 @@
+"""Decode attention over the paged FP8 KV cache in Gluon: whole page slices loaded by TMA from a producer warp.
+
+The same computation, arguments and numerics as paged_decode_triton.paged_decode_kernel (one program per
+(sequence, kv head, chunk of ROWS query rows, split of the keys); the same partial output for the same combine
+kernel), with the loads taken off the MMA warps. In the Triton kernel every thread computes the addresses of its
+part of each K and V tile and issues cp.async itself: 255 registers, two CTAs per SM, and the H200 profile shows
+the loads issued late (DRAM 77%, 0.56 eligible warps per scheduler). Here:
+
+    producer   1 warp: per BLOCK_N keys (one ring stage) reads the block table and issues one TMA box per page
+               slice: K [SUB, HEAD_DIM] and V^T [HEAD_DIM, SUB] (SUB = min(PAGE, BLOCK_N) tokens), the stage's
+               "ready" mbarrier counting their bytes. A page past the split, or a table entry outside the cache,
+               is loaded from a coordinate past the cache's end: TMA fills zeros (and counts the bytes).
+    consumer   the default partition, one warpgroup: keys on the MMA's M dimension, the query rows on N (ROWS,
+               padded to 8 or more), as the Triton kernel: S^T = K Q^T (K from shared memory, Q^T as two e4m3
+               terms held in shared memory for the whole program), the online softmax over the keys, P^T (two
+               e4m3 terms, times each key's v descale relative to the tile's largest) written to shared memory,
+               O^T += V^T P^T. S^T of the next stage is issued as soon as P.V is, so it runs under P.V.
+
+Tail: the block that reaches past the split's (or sequence's) end masks its scores; its V^T columns past the end
+are zeroed in shared memory before P.V (P is 0 there, but a free slot poisoned with NaN times 0 is NaN).
+
+TMA descriptors (host; two dimensions, innermost last):
+    k_desc    K pages as [num_pages * PAGE, heads_kv * HEAD_DIM]      box [SUB, HEAD_DIM]   128-byte swizzle
+    vt_desc   V^T pages as [num_pages * heads_kv * HEAD_DIM, PAGE]   box [HEAD_DIM, SUB]   SUB-byte swizzle
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from common import numerics
+
+LOG2E = gl.constexpr(numerics.LOG2E)
+E4M3_MAX = gl.constexpr(numerics.E4M3_MAX)
+NEG_BIG = gl.constexpr(numerics.NEG_BIG)
+
+
+@gluon.jit
+def _program(num_splits, row_chunks, heads_kv):
+    """Program id -> (b, kv head, row chunk, split), the Triton kernel's order."""
+    pid = gl.program_id(0)
+    split = pid % num_splits
+    rest = pid // num_splits
+    chunk = rest % row_chunks
+    bh = rest // row_chunks
+    return bh // heads_kv, bh % heads_kv, chunk, split
+
+
+@gluon.jit
+def _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE: gl.constexpr, BLOCK_N: gl.constexpr):
+    """The split's keys [key_lo, key_hi) and win_lo (the first key block a window lets some row see)."""
+    if window_left >= 0:
+        win_lo = (gl.maximum(seqlen.to(gl.int64) - q_len - window_left, 0) // BLOCK_N * BLOCK_N).to(gl.int32)
+    else:
+        win_lo = seqlen * 0
+    key_lo = win_lo + split * pages_per_split * PAGE
+    key_hi = gl.minimum(key_lo + pages_per_split * PAGE, seqlen)
+    return win_lo, key_lo, key_hi
+
+
+@gluon.jit
+def _seqlen(Seqlens, b, max_pages, PAGE: gl.constexpr):
+    seqlen = gl.load(Seqlens + b)
+    bad = (seqlen < 0) | (seqlen > max_pages * PAGE)
+    return gl.minimum(gl.maximum(seqlen, 0), max_pages * PAGE), bad
+
+
+@gluon.jit
+def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv, num_pages,
+              max_pages, pages_per_split, num_splits, row_chunks, window_left,
+              HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+    NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
+    SUB: gl.constexpr = BLOCK_N // NP
+    b, hk, chunk, split = _program(num_splits, row_chunks, heads_kv)
+    seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
+    win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
+    table_row = BlockTable + b.to(gl.int64) * max_pages
+    n_blocks = gl.cdiv(gl.maximum(key_hi - key_lo, 0), BLOCK_N)
+    for i in range(n_blocks):
+        start = key_lo + i * BLOCK_N
+        s = i % NUM_STAGES
+        mbarrier.wait(empty.index(s), ((i // NUM_STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(s), NP * (k_desc.block_type.nbytes + vt_desc.block_type.nbytes))
+        for p in gl.static_range(NP):
+            first = start + p * SUB
+            live = first < key_hi
+            page = gl.load(table_row + first // PAGE, mask=live, other=-1)
+            # Past the split or outside the cache: a coordinate past the cache's end, which TMA fills with zeros.
+            page = gl.where(live & (page >= 0) & (page < num_pages), page, num_pages)
+            in_page = first % PAGE
+            tma.async_copy_global_to_shared(k_desc, [page * PAGE + in_page, hk * HEAD_DIM], ready.index(s),
+                                            k_bufs.index(s).slice(p * SUB, SUB, dim=0))
+            tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk) * HEAD_DIM, in_page], ready.index(s),
+                                            v_bufs.index(s * NP + p))
+
+
+@gluon.jit
+def _softcap(s, cap):
+    """cap * tanh(s / cap), as common/softcap.py."""
+    x = s / cap
+    e = gl.exp2(-2.0 * LOG2E * gl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return cap * gl.where(x < 0, -t, t)
+
+
+@gluon.jit
+def _max_of_pairs(a0, b0, a1, b1):
+    return gl.maximum(a0, a1), gl.maximum(b0, b1)
+
+
+@gluon.jit
+def _two_e4m3_terms(x):
+    """x (float32, |x| <= 448) as hi + lo, both e4m3, as the Triton kernel's. hi is x rounded to e4m3's 3 mantissa
+    bits in integer arithmetic (to nearest, ties to even), so that lo = x - hi needs no conversion of hi back from
+    e4m3: that conversion (F2FP.F16.E4M3.UNPACK_B of packed pairs) came out wrong for every other pair of values
+    in this kernel's register layouts on the H200 (lo held hi's bytes there; 2026-12-02, docs/perf/NOTES.md).
+    Below e4m3's normal range (|x| < 2^-6, i.e. 3.5e-5 of the row's largest value or less) hi's cast rounds once
+    more, to the subnormal grid; lo then misses that difference."""
+    bits = x.to(gl.int32, bitcast=True)
+    hi_f = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & -1048576).to(gl.float32, bitcast=True)
+    return hi_f.to(gl.float8e4nv), (x - hi_f).to(gl.float8e4nv)
+
+
+@gluon.jit
+def _zero_tail(v_bufs, s, start, key_hi, HEAD_DIM: gl.constexpr, NP: gl.constexpr, SUB: gl.constexpr):
+    """V^T columns of keys at or past key_hi set to zero (the tail block only)."""
+    layout: gl.constexpr = gl.BlockedLayout([1, 16], [32 // (SUB // 16), SUB // 16], [4, 1], [1, 0])
+    for p in gl.static_range(NP):
+        buf = v_bufs.index(s * NP + p)
+        v = buf.load(layout).to(gl.int8, bitcast=True)
+        col = start + p * SUB + gl.arange(0, SUB, layout=gl.SliceLayout(0, layout))
+        v = gl.where((col < key_hi)[None, :], v, gl.zeros_like(v))
+        buf.store(v.to(gl.float8e4nv, bitcast=True))
+
+
+@gluon.jit
+def _issue_s(k_bufs, s, qt_hi, qt_lo, BLOCK_N: gl.constexpr, ROWS: gl.constexpr, acc_layout: gl.constexpr):
+    """S^T = K Q^T for stage s, Q as its two e4m3 terms (two chained MMAs), in flight."""
+    st = warpgroup_mma(k_bufs.index(s), qt_hi, gl.zeros([BLOCK_N, ROWS], gl.float32, acc_layout), use_acc=False,
+                       is_async=True)
+    return warpgroup_mma(k_bufs.index(s), qt_lo, st, is_async=True)
+
+
+@gluon.jit
+def _issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr, NP: gl.constexpr,
+              acc_layout: gl.constexpr):
+    """O^T's fresh product V^T P^T for stage s (each page slice, each P term: 2 NP chained MMAs), in flight."""
+    SUB: gl.constexpr = p_hi_smem.shape[1] // NP
+    pv = warpgroup_mma(v_bufs.index(s * NP), p_hi_smem.slice(0, SUB, dim=1).permute((1, 0)),
+                       gl.zeros([HEAD_DIM, ROWS], gl.float32, acc_layout), use_acc=False, is_async=True)
+    pv = warpgroup_mma(v_bufs.index(s * NP), p_lo_smem.slice(0, SUB, dim=1).permute((1, 0)), pv, is_async=True)
+    for p in gl.static_range(1, NP):
+        pv = warpgroup_mma(v_bufs.index(s * NP + p), p_hi_smem.slice(p * SUB, SUB, dim=1).permute((1, 0)), pv,
+                           is_async=True)
+        pv = warpgroup_mma(v_bufs.index(s * NP + p), p_lo_smem.slice(p * SUB, SUB, dim=1).permute((1, 0)), pv,
+                           is_async=True)
+    return pv
+
+
+@gluon.jit
+def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, low_min, limit_max, softcap,
+                   v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
+                   descale_stride_page, descale_stride_head, HEAD_DIM: gl.constexpr, PAGE: gl.constexpr,
+                   ROWS: gl.constexpr, BLOCK_N: gl.constexpr, SOFTCAP: gl.constexpr, acc_layout: gl.constexpr):
+    """The online softmax of one stage's S^T (the Triton kernel's _decode_block): P^T's two terms written to
+    shared memory (and the tail's V^T columns zeroed), fenced for the P.V MMAs. Returns (m_new, alpha, the
+    P.V product's scale, l_i, bad_keys)."""
+    NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
+    SUB: gl.constexpr = BLOCK_N // NP
+    key_l: gl.constexpr = gl.SliceLayout(1, acc_layout)
+    key = start + gl.arange(0, BLOCK_N, layout=key_l)
+    live = key < key_hi
+    page = gl.load(table_row + key // PAGE, mask=live, other=0)
+    bad_keys = bad_keys | (live & ((page < 0) | (page >= num_pages))).to(gl.int32)
+    page = gl.minimum(gl.maximum(page, 0), num_pages - 1).to(gl.int64)
+    dsc = page * descale_stride_page + hk * descale_stride_head
+    kd = gl.load(KDescale + dsc, mask=live, other=0.0)
+    vd = gl.load(VDescale + dsc, mask=live, other=0.0)
+    st = st * kd[:, None] * row_scale[None, :]
+    if SOFTCAP:
+        st = _softcap(st, softcap)
+    st = st * LOG2E
+    visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & live[:, None]
+    st = gl.where(visible, st, float("-inf"))
+    # P^T times each key's v descale relative to the largest among the keys some row sees, times 448 (the
+    # Triton kernel's); the scores' maximum and that largest descale in one reduction over the keys.
+    seen = (key >= low_min) & (key < limit_max) & live
+    m_tile, vd_max = gl.reduce((st, gl.where(seen, vd, 0.0)[:, None] + gl.zeros_like(st)), 0, _max_of_pairs)
+    vd_max = gl.where(vd_max > 0, vd_max, 1.0)
+    m_new = gl.maximum(m_i, m_tile)
+    alpha = gl.exp2(m_i - m_new)
+    prob = gl.where(visible, gl.exp2(st - m_new[None, :]), 0.0)
+    l_i = l_i * alpha[None, :] + prob
+    p_hi, p_lo = _two_e4m3_terms(prob * ((vd[:, None] / vd_max[None, :]) * E4M3_MAX))
+    p_hi_smem.store(gl.permute(p_hi, (1, 0)))
+    p_lo_smem.store(gl.permute(p_lo, (1, 0)))
+    if start + BLOCK_N > key_hi:
+        _zero_tail(v_bufs, s, start, key_hi, HEAD_DIM, NP, SUB)
+    fence_async_shared()
+    return m_new, alpha, vd_max / E4M3_MAX, l_i, bad_keys
+
+
+@gluon.jit
+def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready, empty,
+              Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+              softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
+              stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
+              descale_stride_page, descale_stride_head, window_left, softcap,
+              HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
+              NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr):
+    NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
+    SUB: gl.constexpr = BLOCK_N // NP
+    # S^T [BLOCK_N, ROWS] and O^T [HEAD_DIM, ROWS] share one accumulator layout: keys (or head dims) over the
+    # warps' rows, query rows over N.
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, ROWS, 32])
+    key_l: gl.constexpr = gl.SliceLayout(1, acc_layout)
+    row_l: gl.constexpr = gl.SliceLayout(0, acc_layout)
+    q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
+
+    b, hk, chunk, split = _program(num_splits, row_chunks, heads_kv)
+    group = heads_q // heads_kv
+    seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
+
+    # Q: each row scaled to e4m3's range by its own factor, as two e4m3 terms (the Triton kernel's).
+    offs_rq = chunk * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_layout))
+    offs_dq = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_layout))
+    tok_q = offs_rq // group
+    head_q = hk * group + offs_rq % group
+    q = gl.load(Q + b.to(gl.int64) * stride_qb + tok_q[:, None].to(gl.int64) * stride_qs +
+                head_q[:, None].to(gl.int64) * stride_qh + offs_dq[None, :],
+                mask=(offs_rq < q_len * group)[:, None], other=0.0).to(gl.float32)
+    q_amax = gl.max(gl.abs(q), 1)
+    q_scale = gl.where(q_amax > 0, E4M3_MAX / gl.maximum(q_amax, 1e-30), 1.0)
+    q_hi, q_lo = _two_e4m3_terms(q * q_scale[:, None])
+    q_hi_smem.store(q_hi)
+    q_lo_smem.store(q_lo)
+    fence_async_shared()
+    row_scale = gl.convert_layout(softmax_scale / q_scale, row_l)
+
+    offs_r = chunk * ROWS + gl.arange(0, ROWS, layout=row_l)
+    tok = offs_r // group
+    head = hk * group + offs_r % group
+    row_ok = offs_r < q_len * group
+    limit = seqlen - q_len + tok + 1
+    if window_left >= 0:
+        low = gl.maximum(limit.to(gl.int64) - 1 - window_left, -1).to(gl.int32)
+    else:
+        low = gl.zeros_like(limit) - 1
+    low_min = gl.min(low, 0)
+    limit_max = gl.max(limit, 0)
+    win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
+    bad = bad | ((seqlen - win_lo).to(gl.int64) > num_splits.to(gl.int64) * pages_per_split * PAGE)
+    table_row = BlockTable + b.to(gl.int64) * max_pages
+
+    m_i = gl.full([ROWS], NEG_BIG, gl.float32, row_l)
+    l_i = gl.zeros([BLOCK_N, ROWS], gl.float32, acc_layout)  # summed over the keys after the loop
+    acc = gl.zeros([HEAD_DIM, ROWS], gl.float32, acc_layout)  # O^T
+    bad_keys = gl.zeros([BLOCK_N], gl.int32, key_l)
+    n_blocks = gl.cdiv(gl.maximum(key_hi - key_lo, 0), BLOCK_N)
+    qt_hi = q_hi_smem.permute((1, 0))
+    qt_lo = q_lo_smem.permute((1, 0))
+    if n_blocks > 0:
+        mbarrier.wait(ready.index(0), 0)
+        st = _issue_s(k_bufs, 0, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout)
+        for i in range(n_blocks - 1):
+            s = i % NUM_STAGES
+            m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
+                warpgroup_mma_wait(num_outstanding=0, deps=(st, )), key_lo + i * BLOCK_N, key_hi, m_i, l_i,
+                bad_keys, row_scale, limit, low, low_min, limit_max, softcap, v_bufs, s, p_hi_smem, p_lo_smem,
+                KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
+                HEAD_DIM, PAGE, ROWS, BLOCK_N, SOFTCAP, acc_layout)
+            pv = _issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout)
+            # The next stage's S^T runs under this P.V (the wait leaves its two MMAs in flight).
+            nxt = (i + 1) % NUM_STAGES
+            mbarrier.wait(ready.index(nxt), ((i + 1) // NUM_STAGES) & 1)
+            st = _issue_s(k_bufs, nxt, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout)
+            pv = warpgroup_mma_wait(num_outstanding=2, deps=(pv, ))
+            mbarrier.arrive(empty.index(s), count=1)
+            acc = acc * alpha[None, :] + pv * scale_pv[None, :]
+            m_i = m_new
+        last = n_blocks - 1
+        s = last % NUM_STAGES
+        st = warpgroup_mma_wait(num_outstanding=0, deps=(st, ))
+        m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
+            st, key_lo + last * BLOCK_N, key_hi, m_i, l_i,
+            bad_keys, row_scale, limit, low, low_min, limit_max, softcap, v_bufs, s, p_hi_smem, p_lo_smem,
+            KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
+            HEAD_DIM, PAGE, ROWS, BLOCK_N, SOFTCAP, acc_layout)
+        pv = warpgroup_mma_wait(num_outstanding=0,
+                                deps=(_issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout), ))
+        mbarrier.arrive(empty.index(s), count=1)
+        acc = acc * alpha[None, :] + pv * scale_pv[None, :]
+        m_i = m_new
+
+    bad = bad | (gl.max(bad_keys, 0) != 0)
+    l_row = gl.sum(l_i, 0)
+    l_row = gl.where(bad, float("nan"), l_row)
+    offs_d = gl.arange(0, HEAD_DIM, layout=key_l)
+    if num_splits == 1:
+        out = acc / gl.where(l_row == 0.0, 1.0, l_row)[None, :]
+        o_ptr = (O + b.to(gl.int64) * stride_ob + tok[None, :].to(gl.int64) * stride_os +
+                 head[None, :].to(gl.int64) * stride_oh + offs_d[:, None])
+        gl.store(o_ptr, out.to(gl.bfloat16), mask=row_ok[None, :] & (offs_d < HEAD_DIM)[:, None])
+    else:
+        # Partials: [batch, heads_kv, row_chunks, num_splits, ROWS, HEAD_DIM] and [..., ROWS, 2] (max, sum).
+        prow = gl.program_id(0).to(gl.int64) * ROWS + gl.arange(0, ROWS, layout=row_l)
+        gl.store(PartialO + prow[None, :] * HEAD_DIM + offs_d[:, None], acc)
+        gl.store(PartialML + prow * 2, m_i)
+        gl.store(PartialML + prow * 2 + 1, l_row)
+
+
+@gluon.jit
+def paged_decode_gluon_kernel(
+    k_desc, vt_desc, Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+    softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
+    stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
+    descale_stride_page, descale_stride_head, window_left, softcap,
+    HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
+    NUM_STAGES: gl.constexpr,
+):
+    """paged_decode_triton.paged_decode_kernel's program, arguments and outputs, with the cache read through
+    k_desc / vt_desc (module docstring)."""
+    gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
+    gl.static_assert(ROWS % 8 == 0 and ROWS <= 64, "ROWS: a multiple of 8 up to 64 (the MMA's N)")
+    gl.static_assert(PAGE >= 64 or BLOCK_N <= PAGE, "V^T page slices of at least 64 tokens (swizzled rows)")
+    NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
+    SUB: gl.constexpr = BLOCK_N // NP
+    k_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES * NP, HEAD_DIM, SUB], vt_desc.layout)
+    q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+    q_hi_smem = gl.allocate_shared_memory(gl.float8e4nv, [ROWS, HEAD_DIM], q_layout)
+    q_lo_smem = gl.allocate_shared_memory(gl.float8e4nv, [ROWS, HEAD_DIM], q_layout)
+    # P^T as [ROWS, BLOCK_N], keys contiguous (the K-major B operand of P.V), one slice per page part.
+    p_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=min(128, BLOCK_N), element_bitwidth=8, rank=2)
+    p_hi_smem = gl.allocate_shared_memory(gl.float8e4nv, [ROWS, BLOCK_N], p_layout)
+    p_lo_smem = gl.allocate_shared_memory(gl.float8e4nv, [ROWS, BLOCK_N], p_layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    SOFTCAP: gl.constexpr = False
+    gl.warp_specialize([
+        (_consumer, (k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready, empty,
+                     Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+                     softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
+                     row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
+                     descale_stride_page, descale_stride_head, window_left, softcap,
+                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, SOFTCAP)),
+        (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
+                     num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left,
+                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES)),
+    ], [1], [24])
