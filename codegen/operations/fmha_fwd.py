@@ -188,7 +188,7 @@ def kernel_of(c: FmhaConfig):
     return KERNELS[c.family]
 
 
-def _gluon_tensordesc(dtype, block, swizzle=128):
+def gluon_tensordesc(dtype, block, swizzle=128):
     """Gluon's signature string of a host descriptor: element type, block and the shared layout its TMA
     writes (NVMMASharedLayout of the descriptor's own rank; the kernel reshapes the block to 2-D for wgmma)."""
     bits = 8 if dtype.startswith("fp8") or dtype == "i8" else {"bf16": 16, "fp16": 16, "fp32": 32}[dtype]
@@ -238,14 +238,14 @@ def _gluon_compile_spec(c: FmhaConfig):
     types = {
         # Q, O: [batch, seqlen_q, heads_q, head_dim]; K: [batch, seqlen_k, heads_kv, head_dim];
         # V^T: [batch, heads_kv, head_dim, seqlen_k] (sequence contiguous).
-        "q_desc": _gluon_tensordesc(io, [1, c.block_m, 1, c.head_dim], row_swizzle),
-        "k_desc": _gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
+        "q_desc": gluon_tensordesc(io, [1, c.block_m, 1, c.head_dim], row_swizzle),
+        "k_desc": gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
         # FP8: V^T [batch, heads_kv, head_dim, seqlen_k]; BF16: V itself [batch, seqlen_k, heads_kv, head_dim].
-        "vt_desc": (_gluon_tensordesc(TRITON_TYPES[c.v_type], [1, c.block_n, 1, c.head_dim], row_swizzle)
+        "vt_desc": (gluon_tensordesc(TRITON_TYPES[c.v_type], [1, c.block_n, 1, c.head_dim], row_swizzle)
                     if bf16 else
-                    _gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n))),
+                    gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n))),
         # Each consumer warpgroup stores its own 64 rows.
-        "o_desc": _gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
+        "o_desc": gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
         "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
         "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32", "V": f"*{TRITON_TYPES[c.v_type]}",
     }

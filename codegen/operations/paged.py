@@ -1,16 +1,19 @@
 """Operation paged: decode attention over a paged FP8 KV cache, and the append that fills it.
 
     fp8attn_sm90_paged_append_e4m3_p<PAGE>x<D>_w<warps>
-    fp8attn_sm90_paged_decode_e4m3_bf16_p<PAGE>x<D>_r<ROWS>_n<BLOCK_N>_w<warps>_s<stages>
+    fp8attn_sm90_paged_decode_e4m3_bf16_p<PAGE>x<D>_r<ROWS>_n<BLOCK_N>_w<warps>_s<stages>[_gluon]
     fp8attn_sm90_paged_combine_f32_bf16_x<D>_r<ROWS>_w<warps>
 
-PAGE: tokens per page; BLOCK_N: keys per decode iteration (gathered across pages); ROWS: query rows per program (the query heads of a kv head times the new tokens, in chunks
-of ROWS). Kernels: kernels/paged/paged_decode_triton.py; the layout: docs/PAGED_CACHE.md.
+PAGE: tokens per page; BLOCK_N: keys per decode iteration (gathered across pages); ROWS: query rows per program
+(the query heads of a kv head times the new tokens, in chunks of ROWS). Kernels: kernels/paged/paged_decode_triton.py;
+_gluon: kernels/paged/paged_decode_gluon.py (TMA page loads from a producer warp; <stages> is its ring depth of
+BLOCK_N-key stages). The layout: docs/PAGED_CACHE.md.
 """
 
 import re
 from dataclasses import dataclass
 
+from operations.fmha_fwd import gluon_tensordesc
 from params import Param
 
 NAME = "paged"
@@ -35,7 +38,7 @@ class PagedConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_paged_(?:"
     r"append_e4m3_p(?P<ap>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)"
-    r"|decode_e4m3_bf16_p(?P<dp>\d+)x(?P<dd>\d+)_r(?P<dr>\d+)_n(?P<dn>\d+)_w(?P<dw>\d+)_s(?P<ds>\d+)"
+    r"|decode_e4m3_bf16_p(?P<dp>\d+)x(?P<dd>\d+)_r(?P<dr>\d+)_n(?P<dn>\d+)_w(?P<dw>\d+)_s(?P<ds>\d+)(?P<dg>_gluon)?"
     r"|combine_f32_bf16_x(?P<cd>\d+)_r(?P<cr>\d+)_w(?P<cw>\d+))")
 
 
@@ -44,7 +47,7 @@ def name_of(c: PagedConfig) -> str:
         return f"fp8attn_{ARCH}_paged_append_e4m3_p{c.page}x{c.head_dim}_w{c.warps}"
     if c.stage == "decode":
         return (f"fp8attn_{ARCH}_paged_decode_e4m3_bf16_p{c.page}x{c.head_dim}_r{c.rows}_n{c.block_n}_w{c.warps}"
-                f"_s{c.stages}")
+                f"_s{c.stages}" + ("_gluon" if c.family == "gluon" else ""))
     return f"fp8attn_{ARCH}_paged_combine_f32_bf16_x{c.head_dim}_r{c.rows}_w{c.warps}"
 
 
@@ -56,7 +59,7 @@ def parse(name: str):
         return PagedConfig("append", int(m["ap"]), int(m["ad"]), 0, int(m["aw"]))
     if m["dp"]:
         return PagedConfig("decode", int(m["dp"]), int(m["dd"]), int(m["dr"]), int(m["dw"]), int(m["ds"]),
-                           block_n=int(m["dn"]))
+                           block_n=int(m["dn"]), family="gluon" if m["dg"] else "triton")
     return PagedConfig("combine", 0, int(m["cd"]), int(m["cr"]), int(m["cw"]))
 
 
@@ -81,6 +84,11 @@ DECODE_PARAMS = [
     Param("stride_ob", "i64", True), Param("stride_os", "i64", True), Param("stride_oh", "i64", True),
 ] + _DESCALE_STRIDES + [Param("window_left", "i32"), Param("softcap", "f32")]
 
+# The Gluon decode: the Triton kernel's parameters with the page pointers replaced by two TMA descriptors over them
+# (K pages as [num_pages * PAGE, heads_kv * D], V^T pages as [num_pages * heads_kv * D, PAGE]).
+GLUON_DECODE_PARAMS = [Param("k_desc", "tensordesc", rank=2), Param("vt_desc", "tensordesc", rank=2)] + [
+    p for p in DECODE_PARAMS if p.name not in ("KPages", "VPages")]
+
 COMBINE_PARAMS = [
     Param("PartialO", "ptr", True), Param("PartialML", "ptr", True), Param("O", "ptr", True),
     Param("q_len", "i32"), Param("heads_q", "i32"), Param("heads_kv", "i32"), Param("num_splits", "i32"),
@@ -93,7 +101,14 @@ KERNELS = {
     "triton_append": (_MODULE, "paged_append_kernel", APPEND_PARAMS, "PagedAppendTritonParams"),
     "triton_decode": (_MODULE, "paged_decode_kernel", DECODE_PARAMS, "PagedDecodeTritonParams"),
     "triton_combine": (_MODULE, "paged_combine_kernel", COMBINE_PARAMS, "PagedCombineTritonParams"),
+    "gluon_decode": ("paged.paged_decode_gluon", "paged_decode_gluon_kernel", GLUON_DECODE_PARAMS,
+                     "PagedDecodeGluonParams"),
 }
+
+# Registers per thread of the Gluon decode: its 8 launched warps (the producer's padded to a warpgroup) x 80 leave
+# room for three CTAs per SM, which is what hides each CTA's per-stage chain (H200: one CTA with 255 registers ran
+# 3.48-3.93 TB/s, three 3.82-4.25; docs/perf/NOTES.md).
+GLUON_DECODE_MAXNREG = 80
 
 
 def kernel_of(c: PagedConfig):
@@ -109,6 +124,18 @@ def compile_spec(c: PagedConfig):
         types = {"K": "*bf16", "V": "*bf16", "KPages": "*fp8e4nv", "VPages": "*fp8e4nv", "KDescale": "*fp32",
                  "VDescale": "*fp32", "BlockTable": "*i32", "Positions": "*i32"}
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page}
+    elif c.stage == "decode" and c.family == "gluon":
+        if c.rows % 8 or c.rows > 64 or c.head_dim != 128 or c.page < 64:
+            raise ValueError(f"{name_of(c)}: the Gluon decode takes rows 8..64 (multiples of 8), head_dim 128, "
+                             "pages of 64 tokens or more")
+        sub = min(c.page, c.block_n)
+        types = {"k_desc": gluon_tensordesc("fp8e4nv", [sub, c.head_dim], 128),
+                 "vt_desc": gluon_tensordesc("fp8e4nv", [c.head_dim, sub], min(128, sub)),
+                 "Q": "*bf16", "KDescale": "*fp32", "VDescale": "*fp32", "BlockTable": "*i32", "Seqlens": "*i32",
+                 "O": "*bf16", "PartialO": "*fp32", "PartialML": "*fp32"}
+        constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n,
+                      "NUM_STAGES": c.stages}
+        return params, types, constexprs, c.warps, 1
     elif c.stage == "decode":
         if c.rows < 16:
             raise ValueError(f"{name_of(c)}: the MMA needs at least 16 rows")
@@ -121,6 +148,10 @@ def compile_spec(c: PagedConfig):
         types = {"PartialO": "*fp32", "PartialML": "*fp32", "O": "*bf16"}
         constexprs = {"HEAD_DIM": c.head_dim, "ROWS": c.rows}
     return params, types, constexprs, c.warps, c.stages
+
+
+def compile_options(c: PagedConfig):
+    return {"maxnreg": GLUON_DECODE_MAXNREG} if c.family == "gluon" else {}
 
 
 def check_sass(c, mma_counts, sass="", ttgir=""):

@@ -18,6 +18,7 @@
 #include "runtime/launcher.h"
 #include "runtime/module_cache.h"
 #include "runtime/param_pack.h"
+#include "runtime/tensor_map.h"
 
 namespace fp8attn::paged {
 namespace {
@@ -73,7 +74,12 @@ Status check_cache(PagedCache const& c) {
   return Status::success();
 }
 
-KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, std::string const& name) {
+bool is_gluon(KernelInstance const& k) { return k.family == library::KernelFamily::kGluon; }
+
+/// The instance of `stage` for pages of `page` tokens at `head_dim` (decode: for `rows` query rows per kv head),
+/// or the one named `name`. with_gluon: whether the Gluon decode may be picked (it has no soft-capping).
+KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, std::string const& name,
+                           bool with_gluon = true) {
   KernelInstance const* best = nullptr;
   for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
     KernelInstance const& k = *fp8attn::detail::kKernelInstances[i];
@@ -84,6 +90,7 @@ KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, s
       continue;
     }
     if (c.stage != stage || c.head_dim != head_dim || (stage != PagedStage::kCombine && c.page != page)) continue;
+    if (is_gluon(k) && !with_gluon) continue;
     if (stage == PagedStage::kAppend) return &k;
     if (stage == PagedStage::kCombine) {
       if (c.rows == rows) return &k;
@@ -130,6 +137,13 @@ Status validate(PagedDecodeArguments const& a) {
   return check_strides("o", a.o);
 }
 
+/// Whether the Gluon decode can run this call: it has no soft-capping, and its TMA coordinates are 32-bit (row
+/// (page * heads_kv + kv head) * head_dim of the V^T pages, one page past the cache included).
+bool gluon_fits(PagedDecodeArguments const& a) {
+  return a.softcap == 0.0f &&
+         (int64_t{a.cache.num_pages} + 1) * a.cache.heads_kv * a.cache.head_dim <= int64_t{INT32_MAX};
+}
+
 struct DecodeInstances {
   KernelInstance const* decode = nullptr;
   KernelInstance const* combine = nullptr;
@@ -137,7 +151,7 @@ struct DecodeInstances {
 
 Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
   out->decode = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim, static_cast<int>(rows_of(a)),
-                     a.kernel_name);
+                     a.kernel_name, gluon_fits(a));
   if (!out->decode) {
     if (!a.kernel_name.empty()) {
       return Status(StatusCode::kErrorKernelNotFound, "kernel_name=" + a.kernel_name + " is not a compiled paged instance");
@@ -151,6 +165,12 @@ Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
     return Status(StatusCode::kErrorNotSupported,
                   "kernel_name=" + a.kernel_name + " does not decode pages of " + num(a.cache.page_size) +
                       " tokens at head_dim=" + num(a.cache.head_dim));
+  }
+  if (is_gluon(*out->decode) && !gluon_fits(a)) {
+    return Status(StatusCode::kErrorNotSupported,
+                  "kernel_name=" + a.kernel_name + " (the Gluon decode) takes no soft-capping (softcap=" +
+                      std::to_string(a.softcap) + ") and caches of fewer than 2^31 / (heads_kv * head_dim) pages "
+                      "(cache.num_pages=" + num(a.cache.num_pages) + "): a Triton decode instance runs those");
   }
   out->combine = find(PagedStage::kCombine, 0, c.head_dim, c.rows, {});
   if (!out->combine) return Status(StatusCode::kErrorNotSupported, "no compiled combine for " + std::string(out->decode->name));
@@ -168,6 +188,40 @@ int64_t planned_keys(PagedDecodeArguments const& a, int block_n) {
 
 /// No compiled decode iteration is longer than this (splits_of plans before an instance is chosen).
 constexpr int kMaxBlockN = 256;
+
+/// The decode parameters both kernels share (the Triton and the Gluon decode take the same arguments after their
+/// cache operands).
+template <class Params>
+void fill_decode_params(PagedDecodeArguments const& a, void* partial_o, void* partial_ml, int32_t pages_per_split,
+                        int splits, int64_t chunks, Params* p) {
+  p->Q = a.q.ptr;
+  p->KDescale = a.cache.k_descale;
+  p->VDescale = a.cache.v_descale;
+  p->BlockTable = a.cache.block_table;
+  p->Seqlens = a.cache.seqlens;
+  p->O = a.o.ptr;
+  p->PartialO = partial_o;
+  p->PartialML = partial_ml;
+  p->softmax_scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(a.cache.head_dim));
+  p->q_len = a.q_len;
+  p->heads_q = a.heads_q;
+  p->heads_kv = a.cache.heads_kv;
+  p->num_pages = a.cache.num_pages;
+  p->max_pages = a.cache.max_pages;
+  p->pages_per_split = pages_per_split;
+  p->num_splits = splits;
+  p->row_chunks = static_cast<int32_t>(chunks);
+  p->stride_qb = a.q.stride_b;
+  p->stride_qs = a.q.stride_s;
+  p->stride_qh = a.q.stride_h;
+  p->stride_ob = a.o.stride_b;
+  p->stride_os = a.o.stride_s;
+  p->stride_oh = a.o.stride_h;
+  p->descale_stride_page = a.cache.descale_stride_page;
+  p->descale_stride_head = a.cache.descale_stride_head;
+  p->window_left = a.window_left;
+  p->softcap = a.softcap;
+}
 
 }  // namespace
 
@@ -242,48 +296,48 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   if (programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 decode programs");
   auto* const partial_o = static_cast<char*>(workspace);
   size_t const o_bytes = (static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float) + 255) / 256 * 256;
-  generated::PagedDecodeTritonParams p;
-  p.Q = a.q.ptr;
-  p.KPages = a.cache.k_pages;
-  p.VPages = a.cache.v_pages;
-  p.KDescale = a.cache.k_descale;
-  p.VDescale = a.cache.v_descale;
-  p.BlockTable = a.cache.block_table;
-  p.Seqlens = a.cache.seqlens;
-  p.O = a.o.ptr;
-  p.PartialO = splits > 1 ? partial_o : nullptr;
-  p.PartialML = splits > 1 ? partial_o + o_bytes : nullptr;
-  p.softmax_scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(a.cache.head_dim));
-  p.q_len = a.q_len;
-  p.heads_q = a.heads_q;
-  p.heads_kv = a.cache.heads_kv;
-  p.num_pages = a.cache.num_pages;
-  p.max_pages = a.cache.max_pages;
   // Every split covers the same number of pages of the longest sequence; shorter sequences leave late splits empty.
   // A split starts on a whole iteration of the kernel's BLOCK_N keys (BLOCK_N / page pages when pages are small).
   int64_t const pages_per_iteration = std::max(1, block_n / a.cache.page_size);
   int64_t const per_split = std::max<int64_t>(1, (pages + splits - 1) / splits);
-  p.pages_per_split = static_cast<int32_t>((per_split + pages_per_iteration - 1) / pages_per_iteration *
-                                           pages_per_iteration);
-  p.num_splits = splits;
-  p.row_chunks = static_cast<int32_t>(chunks);
-  p.stride_qb = a.q.stride_b;
-  p.stride_qs = a.q.stride_s;
-  p.stride_qh = a.q.stride_h;
-  p.stride_ob = a.o.stride_b;
-  p.stride_os = a.o.stride_s;
-  p.stride_oh = a.o.stride_h;
-  p.descale_stride_page = a.cache.descale_stride_page;
-  p.descale_stride_head = a.cache.descale_stride_head;
-  p.window_left = a.window_left;
-  p.softcap = a.softcap;
-  p.pack(plan->decode_params);
+  auto const pages_per_split =
+      static_cast<int32_t>((per_split + pages_per_iteration - 1) / pages_per_iteration * pages_per_iteration);
+  void* const partial_ml = splits > 1 ? partial_o + o_bytes : nullptr;
+  if (is_gluon(*instances.decode)) {
+    // The cache through two TMA descriptors: K pages as [num_pages * page, heads_kv * head_dim], V^T pages as
+    // [num_pages * heads_kv * head_dim, page] (kernels/paged/paged_decode_gluon.py).
+    if (instances.decode->num_tensor_descs != 2) {
+      return Status(StatusCode::kErrorInternal, "paged decode (Gluon): expected 2 descriptors");
+    }
+    PagedCache const& c = a.cache;
+    generated::PagedDecodeGluonParams p;
+    if (Status s = runtime::make_tensor_map_param(*driver, instances.decode->tensor_descs[0], c.k_pages,
+                                                  {int64_t{c.num_pages} * c.page_size, int64_t{c.heads_kv} * c.head_dim},
+                                                  {int64_t{c.heads_kv} * c.head_dim, 1}, &p.k_desc);
+        !s) {
+      return s;
+    }
+    if (Status s = runtime::make_tensor_map_param(*driver, instances.decode->tensor_descs[1], c.v_pages,
+                                                  {int64_t{c.num_pages} * c.heads_kv * c.head_dim, c.page_size},
+                                                  {c.page_size, 1}, &p.vt_desc);
+        !s) {
+      return s;
+    }
+    fill_decode_params(a, splits > 1 ? partial_o : nullptr, partial_ml, pages_per_split, splits, chunks, &p);
+    p.pack(plan->decode_params);
+  } else {
+    generated::PagedDecodeTritonParams p;
+    p.KPages = a.cache.k_pages;
+    p.VPages = a.cache.v_pages;
+    fill_decode_params(a, splits > 1 ? partial_o : nullptr, partial_ml, pages_per_split, splits, chunks, &p);
+    p.pack(plan->decode_params);
+  }
   plan->decode_launch = runtime::LaunchConfig::for_instance(*instances.decode, static_cast<unsigned>(programs));
   if (splits > 1) {
     if (Status s = fp8attn::detail::get_function(*driver, *instances.combine, &plan->combine); !s) return s;
     generated::PagedCombineTritonParams c;
-    c.PartialO = p.PartialO;
-    c.PartialML = p.PartialML;
+    c.PartialO = partial_o;
+    c.PartialML = partial_ml;
     c.O = a.o.ptr;
     c.q_len = a.q_len;
     c.heads_q = a.heads_q;

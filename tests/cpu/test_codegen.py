@@ -290,7 +290,11 @@ class Manifest(unittest.TestCase):
         kernels = Path(os.environ.get("FP8ATTN_KERNEL_DIR") or Path(d) / "kernels")
         checked = 0
         for c in manifest.instances():
-            descs = 2 if isinstance(c, TransposeConfig) and c.tma else 4 if getattr(c, "family", "") == "gluon" else 0
+            gluon = getattr(c, "family", "") == "gluon"
+            # The TMA transpose and the Gluon decode take two descriptors (V and V^T; K and V^T pages), the Gluon
+            # attention kernel four (Q, K, V or V^T, O).
+            descs = (2 if (isinstance(c, TransposeConfig) and c.tma) or (isinstance(c, PagedConfig) and gluon)
+                     else 4 if gluon else 0)
             if descs:
                 meta = json.loads((kernels / f"{name_of(c)}.json").read_text())
                 self.assertEqual(len(meta["tensordesc_meta"]), descs, name_of(c))

@@ -5,6 +5,7 @@ split-KV, static and per-page descales; append's bytes; invalid tables give NaN 
 tests/cpu/test_paged_interpreter.py runs the same kernels in Triton's interpreter."""
 
 import math
+import re
 
 import pytest
 
@@ -134,10 +135,11 @@ def test_lengths_from_1_to_128k_in_one_batch(seed):
     assert err < 5e-3, f"relative error {err:.2e}"
 
 
-def test_invalid_table_gives_nan_rows(seed):
-    d, page = 128, 16
+@pytest.mark.parametrize("page", [16, 64])  # 64: the library's pick is the Gluon decode (TMA page loads)
+def test_invalid_table_gives_nan_rows(page, seed):
+    d = 128
     if not compiled(page, d):
-        pytest.skip("no paged decode instance for pages of 16 at D=128")
+        pytest.skip(f"no paged decode instance for pages of {page} at D=128")
     gen = cpu_generator(seed)
     cache, table, seqlens, _ = build([100, 100], 8, d, page, False, gen)
     table[0, 1] = 10**6
@@ -145,6 +147,40 @@ def test_invalid_table_gives_nan_rows(seed):
     o = decode(q, cache, table, seqlens, 100)
     torch.cuda.synchronize()
     assert torch.isnan(o[0]).all() and torch.isfinite(o[1]).all()
+
+
+def decode_instances():
+    return sorted(k["name"] for k in fp8attn.list_operations()
+                  if isinstance(k, dict) and k["name"].startswith("fp8attn_sm90_paged_decode_"))
+
+
+@pytest.mark.parametrize("name", decode_instances())
+def test_each_decode_instance_against_float64(name, seed):
+    """Every compiled decode instance forced by name (the heuristic picks one per row count and page), GQA 32/8 with
+    one token, ragged lengths across page boundaries, per-page descales, NaN free slots, split and not."""
+    page, d = (int(x) for x in re.search(r"_p(\d+)x(\d+)_", name).groups())
+    gen = cpu_generator(seed)
+    lengths = [1, page - 1, page + 1, 1000]
+    cache, table, seqlens, kv = build(lengths, 8, d, page, True, gen)
+    q = torch.randn((len(lengths), 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
+    ref = reference(q, kv, lengths, 1 / math.sqrt(d))
+    for splits in (1, 3):
+        o = decode(q, cache, table, seqlens, max(lengths), num_splits=splits, kernel_name=name)
+        torch.cuda.synchronize()
+        assert torch.isfinite(o).all(), "a NaN free slot or page reached O"
+        err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
+        assert err < 5e-3, f"{name}, {splits} splits: relative error {err:.2e}"
+
+
+def test_gluon_decode_refuses_softcap(seed):
+    """The Gluon decode has no soft-capping: forced by name with softcap > 0 it is refused, naming both."""
+    names = [n for n in decode_instances() if n.endswith("_gluon")]
+    if not names:
+        pytest.skip("no Gluon decode instance in this build")
+    cache, table, seqlens, _ = build([100], 8, 128, 64, False, cpu_generator(seed))
+    q = torch.randn((1, 1, 32, 128)).to(torch.bfloat16).cuda()
+    with pytest.raises(Exception, match="soft-capping"):
+        decode(q, cache, table, seqlens, 100, kernel_name=names[0], softcap=5.0)
 
 
 def test_append_bytes(seed):
