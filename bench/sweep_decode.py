@@ -19,6 +19,9 @@ import sys
 
 import torch
 import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -26,6 +29,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
 
 import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda)
 from bench_decode import CASES, HEAD_DIM  # noqa: E402  (one definition of the cases)
+from paged.paged_decode_gluon import paged_decode_gluon_kernel as _gluon_kernel  # noqa: E402
 from paged.paged_decode_triton import paged_combine_kernel  # noqa: E402
 from paged.paged_decode_triton import paged_decode_kernel as _library_kernel  # noqa: E402
 
@@ -38,16 +42,7 @@ _INTS = ("q_len", "heads_q", "heads_kv", "num_pages", "max_pages", "pages_per_sp
          "stride_qb", "stride_qs", "stride_qh", "stride_ob", "stride_os", "stride_oh", "descale_stride_page",
          "descale_stride_head", "window_left")
 paged_decode_kernel = triton.jit(_library_kernel.fn, do_not_specialize=list(_INTS))
-try:  # the Gluon kernel (a prototype while it is not in the manifest)
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    from paged.paged_decode_gluon import paged_decode_gluon_kernel as _gluon_kernel
-
-    paged_decode_gluon_kernel = gluon.jit(_gluon_kernel.fn, do_not_specialize=list(_INTS))
-except ImportError:  # an older Triton: the Gluon variants report the error as their row
-    paged_decode_gluon_kernel = None
+paged_decode_gluon_kernel = gluon.jit(_gluon_kernel.fn, do_not_specialize=list(_INTS))
 
 DEFAULTS = {"BLOCK_N": 128, "stages": 5, "warps": 4, "splits": 0, "target": 0, "maxnreg": 0, "ROWS": 16, "gluon": 0}
 # The library's automatic split choice (src/paged/paged.cpp: splits_of).

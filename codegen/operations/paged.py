@@ -135,7 +135,7 @@ def compile_spec(c: PagedConfig):
                  "O": "*bf16", "PartialO": "*fp32", "PartialML": "*fp32"}
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n,
                       "NUM_STAGES": c.stages}
-        return params, types, constexprs, c.warps, 1
+        return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; Triton's pipeliner has no part
     elif c.stage == "decode":
         if c.rows < 16:
             raise ValueError(f"{name_of(c)}: the MMA needs at least 16 rows")

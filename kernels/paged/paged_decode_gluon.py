@@ -101,15 +101,6 @@ def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens
 
 
 @gluon.jit
-def _softcap(s, cap):
-    """cap * tanh(s / cap), as common/softcap.py."""
-    x = s / cap
-    e = gl.exp2(-2.0 * LOG2E * gl.abs(x))
-    t = (1.0 - e) / (1.0 + e)
-    return cap * gl.where(x < 0, -t, t)
-
-
-@gluon.jit
 def _max_of_pairs(a0, b0, a1, b1):
     return gl.maximum(a0, a1), gl.maximum(b0, b1)
 
@@ -164,10 +155,10 @@ def _issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM: gl.constexpr, ROWS: gl.
 
 
 @gluon.jit
-def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, low_min, limit_max, softcap,
+def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, low_min, limit_max,
                    v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
                    descale_stride_page, descale_stride_head, HEAD_DIM: gl.constexpr, PAGE: gl.constexpr,
-                   ROWS: gl.constexpr, BLOCK_N: gl.constexpr, SOFTCAP: gl.constexpr, acc_layout: gl.constexpr):
+                   ROWS: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr):
     """The online softmax of one stage's S^T (the Triton kernel's _decode_block): P^T's two terms written to
     shared memory (and the tail's V^T columns zeroed), fenced for the P.V MMAs. Returns (m_new, alpha, the
     P.V product's scale, l_i, bad_keys)."""
@@ -182,10 +173,7 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
     dsc = page * descale_stride_page + hk * descale_stride_head
     kd = gl.load(KDescale + dsc, mask=live, other=0.0)
     vd = gl.load(VDescale + dsc, mask=live, other=0.0)
-    st = st * kd[:, None] * row_scale[None, :]
-    if SOFTCAP:
-        st = _softcap(st, softcap)
-    st = st * LOG2E
+    st = st * kd[:, None] * row_scale[None, :] * LOG2E
     visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & live[:, None]
     st = gl.where(visible, st, float("-inf"))
     # P^T times each key's v descale relative to the largest among the keys some row sees, times 448 (the
@@ -211,9 +199,9 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
               Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
               softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
               stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
-              descale_stride_page, descale_stride_head, window_left, softcap,
+              descale_stride_page, descale_stride_head, window_left,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-              NUM_STAGES: gl.constexpr, SOFTCAP: gl.constexpr):
+              NUM_STAGES: gl.constexpr):
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     SUB: gl.constexpr = BLOCK_N // NP
     # S^T [BLOCK_N, ROWS] and O^T [HEAD_DIM, ROWS] share one accumulator layout: keys (or head dims) over the
@@ -273,9 +261,9 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
             s = i % NUM_STAGES
             m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
                 warpgroup_mma_wait(num_outstanding=0, deps=(st, )), key_lo + i * BLOCK_N, key_hi, m_i, l_i,
-                bad_keys, row_scale, limit, low, low_min, limit_max, softcap, v_bufs, s, p_hi_smem, p_lo_smem,
+                bad_keys, row_scale, limit, low, low_min, limit_max, v_bufs, s, p_hi_smem, p_lo_smem,
                 KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
-                HEAD_DIM, PAGE, ROWS, BLOCK_N, SOFTCAP, acc_layout)
+                HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout)
             pv = _issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout)
             # The next stage's S^T runs under this P.V (the wait leaves its two MMAs in flight).
             nxt = (i + 1) % NUM_STAGES
@@ -290,9 +278,9 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
         st = warpgroup_mma_wait(num_outstanding=0, deps=(st, ))
         m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
             st, key_lo + last * BLOCK_N, key_hi, m_i, l_i,
-            bad_keys, row_scale, limit, low, low_min, limit_max, softcap, v_bufs, s, p_hi_smem, p_lo_smem,
+            bad_keys, row_scale, limit, low, low_min, limit_max, v_bufs, s, p_hi_smem, p_lo_smem,
             KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, ROWS, BLOCK_N, SOFTCAP, acc_layout)
+            HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout)
         pv = warpgroup_mma_wait(num_outstanding=0,
                                 deps=(_issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout), ))
         mbarrier.arrive(empty.index(s), count=1)
@@ -307,7 +295,7 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
         out = acc / gl.where(l_row == 0.0, 1.0, l_row)[None, :]
         o_ptr = (O + b.to(gl.int64) * stride_ob + tok[None, :].to(gl.int64) * stride_os +
                  head[None, :].to(gl.int64) * stride_oh + offs_d[:, None])
-        gl.store(o_ptr, out.to(gl.bfloat16), mask=row_ok[None, :] & (offs_d < HEAD_DIM)[:, None])
+        gl.store(o_ptr, out.to(gl.bfloat16), mask=row_ok[None, :])
     else:
         # Partials: [batch, heads_kv, row_chunks, num_splits, ROWS, HEAD_DIM] and [..., ROWS, 2] (max, sum).
         prow = gl.program_id(0).to(gl.int64) * ROWS + gl.arange(0, ROWS, layout=row_l)
@@ -326,7 +314,8 @@ def paged_decode_gluon_kernel(
     NUM_STAGES: gl.constexpr,
 ):
     """paged_decode_triton.paged_decode_kernel's program, arguments and outputs, with the cache read through
-    k_desc / vt_desc (module docstring)."""
+    k_desc / vt_desc (module docstring). No soft-capping: `softcap` is in the list only so that both kernels take
+    the same arguments (the host runs soft-capped calls on the Triton kernel)."""
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
     gl.static_assert(ROWS % 8 == 0 and ROWS <= 64, "ROWS: a multiple of 8 up to 64 (the MMA's N)")
     gl.static_assert(PAGE >= 64 or BLOCK_N <= PAGE, "V^T page slices of at least 64 tokens (swizzled rows)")
@@ -346,14 +335,13 @@ def paged_decode_gluon_kernel(
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
-    SOFTCAP: gl.constexpr = False
     gl.warp_specialize([
         (_consumer, (k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready, empty,
                      Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
                      softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
                      row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
-                     descale_stride_page, descale_stride_head, window_left, softcap,
-                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, SOFTCAP)),
+                     descale_stride_page, descale_stride_head, window_left,
+                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES)),
         (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
                      num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left,
                      HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES)),

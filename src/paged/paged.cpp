@@ -302,6 +302,8 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   int64_t const per_split = std::max<int64_t>(1, (pages + splits - 1) / splits);
   auto const pages_per_split =
       static_cast<int32_t>((per_split + pages_per_iteration - 1) / pages_per_iteration * pages_per_iteration);
+  // The split-KV partials (the workspace), none with one split: the decode writes O itself.
+  void* const partial_o_arg = splits > 1 ? partial_o : nullptr;
   void* const partial_ml = splits > 1 ? partial_o + o_bytes : nullptr;
   if (is_gluon(*instances.decode)) {
     // The cache through two TMA descriptors: K pages as [num_pages * page, heads_kv * head_dim], V^T pages as
@@ -323,20 +325,20 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
         !s) {
       return s;
     }
-    fill_decode_params(a, splits > 1 ? partial_o : nullptr, partial_ml, pages_per_split, splits, chunks, &p);
+    fill_decode_params(a, partial_o_arg, partial_ml, pages_per_split, splits, chunks, &p);
     p.pack(plan->decode_params);
   } else {
     generated::PagedDecodeTritonParams p;
     p.KPages = a.cache.k_pages;
     p.VPages = a.cache.v_pages;
-    fill_decode_params(a, splits > 1 ? partial_o : nullptr, partial_ml, pages_per_split, splits, chunks, &p);
+    fill_decode_params(a, partial_o_arg, partial_ml, pages_per_split, splits, chunks, &p);
     p.pack(plan->decode_params);
   }
   plan->decode_launch = runtime::LaunchConfig::for_instance(*instances.decode, static_cast<unsigned>(programs));
   if (splits > 1) {
     if (Status s = fp8attn::detail::get_function(*driver, *instances.combine, &plan->combine); !s) return s;
     generated::PagedCombineTritonParams c;
-    c.PartialO = partial_o;
+    c.PartialO = partial_o_arg;
     c.PartialML = partial_ml;
     c.O = a.o.ptr;
     c.q_len = a.q_len;

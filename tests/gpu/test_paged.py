@@ -22,9 +22,13 @@ from fp8attn.paged import PagedKVCache, append, decode  # noqa: E402
 NAN_E4M3 = 0x7F
 
 
+def decode_instances():
+    return sorted(k["name"] for k in fp8attn.list_operations()
+                  if isinstance(k, dict) and k["name"].startswith("fp8attn_sm90_paged_decode_"))
+
+
 def compiled(page, head_dim):
-    return any(k["name"].startswith(f"fp8attn_sm90_paged_decode_e4m3_bf16_p{page}x{head_dim}_")
-               for k in fp8attn.list_operations() if isinstance(k, dict))
+    return any(n.startswith(f"fp8attn_sm90_paged_decode_e4m3_bf16_p{page}x{head_dim}_") for n in decode_instances())
 
 
 def cpu_generator(seed):
@@ -147,11 +151,6 @@ def test_invalid_table_gives_nan_rows(page, seed):
     o = decode(q, cache, table, seqlens, 100)
     torch.cuda.synchronize()
     assert torch.isnan(o[0]).all() and torch.isfinite(o[1]).all()
-
-
-def decode_instances():
-    return sorted(k["name"] for k in fp8attn.list_operations()
-                  if isinstance(k, dict) and k["name"].startswith("fp8attn_sm90_paged_decode_"))
 
 
 @pytest.mark.parametrize("name", decode_instances())
