@@ -111,6 +111,21 @@ KERNELS = {
 GLUON_DECODE_MAXNREG = 80
 
 
+def gluon_vt_box(page, block_n, head_dim):
+    """(box, swizzle bytes) of the Gluon decode's V^T descriptor: a page slice of SUB = min(page, BLOCK_N) tokens
+    as [head_dim, SUB] with the widest swizzle that fits a row; pages of 16 as their 2 KB in rows of 128 bytes,
+    unswizzled, over the V^T pages viewed as [..., 128] (kernels/paged/paged_decode_gluon.py, vt_desc)."""
+    sub = min(page, block_n)
+    if sub >= 32:
+        return [head_dim, sub], min(128, sub)
+    return [head_dim * sub // 128, 128], 0
+
+
+def gluon_vt_row_bytes(page):
+    """The row length of the Gluon decode's global V^T view (the descriptor's innermost dimension)."""
+    return page if page >= 32 else 128
+
+
 def kernel_of(c: PagedConfig):
     key = f"{c.family}_{c.stage}"
     if key not in KERNELS:
@@ -125,12 +140,13 @@ def compile_spec(c: PagedConfig):
                  "VDescale": "*fp32", "BlockTable": "*i32", "Positions": "*i32"}
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page}
     elif c.stage == "decode" and c.family == "gluon":
-        if c.rows % 8 or c.rows > 64 or c.head_dim != 128 or c.page < 64:
+        if c.rows % 8 or c.rows > 64 or c.head_dim != 128 or c.page < 16 or c.block_n < 32:
             raise ValueError(f"{name_of(c)}: the Gluon decode takes rows 8..64 (multiples of 8), head_dim 128, "
-                             "pages of 64 tokens or more")
+                             "pages of 16 tokens or more, 32 keys per stage or more")
         sub = min(c.page, c.block_n)
+        vt_box, vt_swizzle = gluon_vt_box(c.page, c.block_n, c.head_dim)
         types = {"k_desc": gluon_tensordesc("fp8e4nv", [sub, c.head_dim], 128),
-                 "vt_desc": gluon_tensordesc("fp8e4nv", [c.head_dim, sub], min(128, sub)),
+                 "vt_desc": gluon_tensordesc("fp8e4nv", vt_box, vt_swizzle),
                  "Q": "*bf16", "KDescale": "*fp32", "VDescale": "*fp32", "BlockTable": "*i32", "Seqlens": "*i32",
                  "O": "*bf16", "PartialO": "*fp32", "PartialML": "*fp32"}
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n,

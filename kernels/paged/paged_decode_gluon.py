@@ -21,7 +21,11 @@ are zeroed in shared memory before P.V (P is 0 there, but a free slot poisoned w
 
 TMA descriptors (host; two dimensions, innermost last):
     k_desc    K pages as [num_pages * PAGE, heads_kv * HEAD_DIM]      box [SUB, HEAD_DIM]   128-byte swizzle
-    vt_desc   V^T pages as [num_pages * heads_kv * HEAD_DIM, PAGE]   box [HEAD_DIM, SUB]   SUB-byte swizzle
+    vt_desc   V^T pages as [num_pages * heads_kv * HEAD_DIM, PAGE]   box [HEAD_DIM, SUB]   SUB-byte swizzle (<= 128)
+              pages of 16: the same bytes as [num_pages * heads_kv * HEAD_DIM * 16 / 128, 128], box [HEAD_DIM / 8,
+              128], unswizzled: a page's V^T slice is 2 KB in one piece, loaded as 16 rows of 128 bytes rather
+              than 128 rows of 16 (TMA's cost goes with its rows; H200: 3.45 TB/s with 16-byte rows), and
+              written row-major, the bytes of _vt_core_layout
 """
 
 from triton.experimental import gluon
@@ -39,6 +43,20 @@ from common import numerics
 LOG2E = gl.constexpr(numerics.LOG2E)
 E4M3_MAX = gl.constexpr(numerics.E4M3_MAX)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
+
+
+@gluon.constexpr_function
+def _vt_core_layout(head_dim, block_n):
+    """A stage's V^T as [HEAD_DIM, BLOCK_N] over wgmma's unswizzled core matrices, for pages of 16 tokens. A page
+    slice of V^T is [HEAD_DIM, 16] e4m3: rows of 16 bytes, narrower than any swizzle and than the MMA's 32-byte K
+    step, so the slices cannot be separate MMA operands. TMA writes each slice row-major (HEAD_DIM x 16 bytes),
+    which is a column of core matrices (8 rows x 16 bytes, 128 contiguous bytes) stacked along M; the stage's
+    slices one after the other are then one unswizzled K-major operand: core matrices 128 bytes apart along M,
+    HEAD_DIM * 16 bytes apart along K. Offset bits, lowest first: the 16 keys of a row, the rows, the slice."""
+    bases = [[0, 1 << i] for i in range(4)]
+    bases += [[1 << i, 0] for i in range(head_dim.bit_length() - 1)]
+    bases += [[0, 16 << i] for i in range((block_n // 16).bit_length() - 1)]
+    return gl.SharedLinearLayout(bases)
 
 
 @gluon.jit
@@ -82,6 +100,7 @@ def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens
     win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
     table_row = BlockTable + b.to(gl.int64) * max_pages
     n_blocks = gl.cdiv(gl.maximum(key_hi - key_lo, 0), BLOCK_N)
+    VROWS: gl.constexpr = vt_desc.block_type.shape[0]  # V^T rows per slice: HEAD_DIM; pages of 16: HEAD_DIM / 8
     for i in range(n_blocks):
         start = key_lo + i * BLOCK_N
         s = i % NUM_STAGES
@@ -96,8 +115,8 @@ def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens
             in_page = first % PAGE
             tma.async_copy_global_to_shared(k_desc, [page * PAGE + in_page, hk * HEAD_DIM], ready.index(s),
                                             k_bufs.index(s).slice(p * SUB, SUB, dim=0))
-            tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk) * HEAD_DIM, in_page], ready.index(s),
-                                            v_bufs.index(s * NP + p))
+            tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk) * VROWS, in_page], ready.index(s),
+                                            v_bufs.index(s).slice(p * VROWS, VROWS, dim=0))
 
 
 @gluon.jit
@@ -119,14 +138,24 @@ def _two_e4m3_terms(x):
 
 
 @gluon.jit
-def _zero_tail(v_bufs, s, start, key_hi, HEAD_DIM: gl.constexpr, NP: gl.constexpr, SUB: gl.constexpr):
-    """V^T columns of keys at or past key_hi set to zero (the tail block only)."""
-    layout: gl.constexpr = gl.BlockedLayout([1, 16], [32 // (SUB // 16), SUB // 16], [4, 1], [1, 0])
+def _zero_tail(v_bufs, s, start, key_hi, NP: gl.constexpr, SUB: gl.constexpr):
+    """V^T entries of keys at or past key_hi set to zero (the tail block only). A slice's view [VROWS, VCOLS]
+    holds its V^T [HEAD_DIM, SUB] row after row (swizzled rows: the key of column c is c), or unswizzled, its
+    chunks of 16 keys [HEAD_DIM, 16] one after the other (the key of byte o is o // (16 HEAD_DIM) * 16 + o % 16)."""
+    VROWS: gl.constexpr = v_bufs.shape[1] // NP
+    VCOLS: gl.constexpr = v_bufs.shape[2]
+    CHUNK_BYTES: gl.constexpr = 16 * (VROWS * VCOLS // SUB)  # 16 keys x HEAD_DIM
+    layout: gl.constexpr = gl.BlockedLayout([1, 16], [32 // (VCOLS // 16), VCOLS // 16], [4, 1], [1, 0])
+    r = gl.arange(0, VROWS, layout=gl.SliceLayout(1, layout))[:, None]
+    c = gl.arange(0, VCOLS, layout=gl.SliceLayout(0, layout))[None, :]
+    if v_bufs.type.layout.swizzle_byte_width == 0:
+        key = (r * VCOLS + c) // CHUNK_BYTES * 16 + c % 16
+    else:
+        key = c + r * 0
     for p in gl.static_range(NP):
-        buf = v_bufs.index(s * NP + p)
+        buf = v_bufs.index(s).slice(p * VROWS, VROWS, dim=0)
         v = buf.load(layout).to(gl.int8, bitcast=True)
-        col = start + p * SUB + gl.arange(0, SUB, layout=gl.SliceLayout(0, layout))
-        v = gl.where((col < key_hi)[None, :], v, gl.zeros_like(v))
+        v = gl.where(start + p * SUB + key < key_hi, v, gl.zeros_like(v))
         buf.store(v.to(gl.float8e4nv, bitcast=True))
 
 
@@ -141,16 +170,24 @@ def _issue_s(k_bufs, s, qt_hi, qt_lo, BLOCK_N: gl.constexpr, ROWS: gl.constexpr,
 @gluon.jit
 def _issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr, NP: gl.constexpr,
               acc_layout: gl.constexpr):
-    """O^T's fresh product V^T P^T for stage s (each page slice, each P term: 2 NP chained MMAs), in flight."""
+    """O^T's fresh product V^T P^T for stage s (each page slice, each P term: 2 NP chained MMAs; pages of 16: the
+    stage as one operand, 2 MMAs), in flight."""
     SUB: gl.constexpr = p_hi_smem.shape[1] // NP
-    pv = warpgroup_mma(v_bufs.index(s * NP), p_hi_smem.slice(0, SUB, dim=1).permute((1, 0)),
-                       gl.zeros([HEAD_DIM, ROWS], gl.float32, acc_layout), use_acc=False, is_async=True)
-    pv = warpgroup_mma(v_bufs.index(s * NP), p_lo_smem.slice(0, SUB, dim=1).permute((1, 0)), pv, is_async=True)
-    for p in gl.static_range(1, NP):
-        pv = warpgroup_mma(v_bufs.index(s * NP + p), p_hi_smem.slice(p * SUB, SUB, dim=1).permute((1, 0)), pv,
+    if v_bufs.type.layout.swizzle_byte_width == 0:  # V^T in chunks of 16 keys: one operand (_vt_core_layout)
+        vt = v_bufs.index(s)._reinterpret(gl.float8e4nv, [HEAD_DIM, NP * SUB], _vt_core_layout(HEAD_DIM, NP * SUB))
+        pv = warpgroup_mma(vt, p_hi_smem.permute((1, 0)), gl.zeros([HEAD_DIM, ROWS], gl.float32, acc_layout),
+                           use_acc=False, is_async=True)
+        pv = warpgroup_mma(vt, p_lo_smem.permute((1, 0)), pv, is_async=True)
+    else:
+        stage = v_bufs.index(s)
+        pv = warpgroup_mma(stage.slice(0, HEAD_DIM, dim=0), p_hi_smem.slice(0, SUB, dim=1).permute((1, 0)),
+                           gl.zeros([HEAD_DIM, ROWS], gl.float32, acc_layout), use_acc=False, is_async=True)
+        pv = warpgroup_mma(stage.slice(0, HEAD_DIM, dim=0), p_lo_smem.slice(0, SUB, dim=1).permute((1, 0)), pv,
                            is_async=True)
-        pv = warpgroup_mma(v_bufs.index(s * NP + p), p_lo_smem.slice(p * SUB, SUB, dim=1).permute((1, 0)), pv,
-                           is_async=True)
+        for p in gl.static_range(1, NP):
+            vt = stage.slice(p * HEAD_DIM, HEAD_DIM, dim=0)
+            pv = warpgroup_mma(vt, p_hi_smem.slice(p * SUB, SUB, dim=1).permute((1, 0)), pv, is_async=True)
+            pv = warpgroup_mma(vt, p_lo_smem.slice(p * SUB, SUB, dim=1).permute((1, 0)), pv, is_async=True)
     return pv
 
 
@@ -189,7 +226,7 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
     p_hi_smem.store(gl.permute(p_hi, (1, 0)))
     p_lo_smem.store(gl.permute(p_lo, (1, 0)))
     if start + BLOCK_N > key_hi:
-        _zero_tail(v_bufs, s, start, key_hi, HEAD_DIM, NP, SUB)
+        _zero_tail(v_bufs, s, start, key_hi, NP, SUB)
     fence_async_shared()
     return m_new, alpha, vd_max / E4M3_MAX, l_i, bad_keys
 
@@ -203,7 +240,6 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
               NUM_STAGES: gl.constexpr):
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
-    SUB: gl.constexpr = BLOCK_N // NP
     # S^T [BLOCK_N, ROWS] and O^T [HEAD_DIM, ROWS] share one accumulator layout: keys (or head dims) over the
     # warps' rows, query rows over N.
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -318,11 +354,14 @@ def paged_decode_gluon_kernel(
     the same arguments (the host runs soft-capped calls on the Triton kernel)."""
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
     gl.static_assert(ROWS % 8 == 0 and ROWS <= 64, "ROWS: a multiple of 8 up to 64 (the MMA's N)")
-    gl.static_assert(PAGE >= 64 or BLOCK_N <= PAGE, "V^T page slices of at least 64 tokens (swizzled rows)")
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     SUB: gl.constexpr = BLOCK_N // NP
+    gl.static_assert(SUB >= 32 or vt_desc.layout.swizzle_byte_width == 0,
+                     "V^T slices of 16 tokens (16-byte rows) only as unswizzled chunks (_vt_core_layout)")
     k_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
-    v_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES * NP, HEAD_DIM, SUB], vt_desc.layout)
+    # Per stage, the NP slices' V^T as the descriptor's boxes one after the other ([NP * VROWS, VCOLS]).
+    v_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, NP * vt_desc.block_type.shape[0],
+                                                       vt_desc.block_type.shape[1]], vt_desc.layout)
     q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     q_hi_smem = gl.allocate_shared_memory(gl.float8e4nv, [ROWS, HEAD_DIM], q_layout)
     q_lo_smem = gl.allocate_shared_memory(gl.float8e4nv, [ROWS, HEAD_DIM], q_layout)

@@ -319,9 +319,14 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
         !s) {
       return s;
     }
+    // An unswizzled V^T box (pages of 16) reads a page's slice as rows of the box's width (128 bytes: 16 TMA rows
+    // for 2 KB, not 128 rows of 16 bytes; codegen/operations/paged.py: gluon_vt_box): the same bytes viewed so.
+    fp8attn::detail::TensorDescMeta const& vt_meta = instances.decode->tensor_descs[1];
+    int64_t const vt_row = vt_meta.swizzle == 0 ? int64_t{vt_meta.block[1]} : c.page_size;
     if (Status s = runtime::make_tensor_map_param(*driver, instances.decode->tensor_descs[1], c.v_pages,
-                                                  {int64_t{c.num_pages} * c.heads_kv * c.head_dim, c.page_size},
-                                                  {c.page_size, 1}, &p.vt_desc);
+                                                  {int64_t{c.num_pages} * c.heads_kv * c.head_dim * c.page_size / vt_row,
+                                                   vt_row},
+                                                  {vt_row, 1}, &p.vt_desc);
         !s) {
       return s;
     }
@@ -350,8 +355,9 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     c.stride_os = a.o.stride_s;
     c.stride_oh = a.o.stride_h;
     c.pack(plan->combine_params);
+    // One combine program per query row (kernels/paged/paged_decode_triton.py: paged_combine_kernel).
     plan->combine_launch = runtime::LaunchConfig::for_instance(
-        *instances.combine, static_cast<unsigned>(int64_t{a.batch} * a.cache.heads_kv * chunks));
+        *instances.combine, static_cast<unsigned>(int64_t{a.batch} * a.cache.heads_kv * chunks * rows));
     plan->split = true;
   }
   plan->empty = false;

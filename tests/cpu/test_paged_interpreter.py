@@ -115,7 +115,8 @@ def run_decode(q_values, cache, num_splits, rows, max_seqlen=None, block_n=64, w
            softcap=softcap, PAGE=cache.page, BLOCK_N=block_n,
            **common)
     if num_splits > 1:
-        launch(pk.paged_combine_kernel, batch * cache.heads_kv * row_chunks, PartialO=HostTensor(partial_o, "float32"),
+        launch(pk.paged_combine_kernel, batch * cache.heads_kv * row_chunks * rows,  # one program per row
+               PartialO=HostTensor(partial_o, "float32"),
                PartialML=HostTensor(partial_ml, "float32"), O=HostTensor(o, "bfloat16"), num_splits=num_splits,
                stride_ob=os_[0], stride_os=os_[1], stride_oh=os_[2], **common)
     return from_bf16_bits(o).astype(np.float64), q_bits

@@ -107,8 +107,10 @@ def reference(q, kv, seqlens, scale, window_left=-1, softcap=0.0):
     dict(seqlens=[63, 64, 65], heads_q=32, heads_kv=8, q_len=4, per_page=False, splits=3),
     dict(seqlens=[333, 2000], heads_q=16, heads_kv=1, q_len=8, per_page=True, splits=0),  # MQA, row chunks
     dict(seqlens=[100, 50], heads_q=12, heads_kv=4, q_len=2, per_page=True, splits=1),
+    # More splits than the combine reads in one load (64), the last ones empty.
+    dict(seqlens=[5000, 70], heads_q=32, heads_kv=8, q_len=1, per_page=True, splits=80),
     dict(seqlens=[700, 2000], heads_q=32, heads_kv=8, q_len=96, per_page=True, splits=0),  # chunked prefill
-], ids=["gqa-ragged", "spec4-static", "mqa-spec8", "gqa3", "chunk96"])
+], ids=["gqa-ragged", "spec4-static", "mqa-spec8", "gqa3", "splits80", "chunk96"])
 def test_decode_against_float64(page, case, seed):
     d = 128
     if not compiled(page, d):
@@ -124,10 +126,11 @@ def test_decode_against_float64(page, case, seed):
     assert err < 5e-3, f"relative error {err:.2e}"
 
 
-def test_lengths_from_1_to_128k_in_one_batch(seed):
-    d, page = 128, 64
+@pytest.mark.parametrize("page", [16, 64])
+def test_lengths_from_1_to_128k_in_one_batch(page, seed):
+    d = 128
     if not compiled(page, d):
-        pytest.skip("no paged decode instance for pages of 64 at D=128")
+        pytest.skip(f"no paged decode instance for pages of {page} at D=128")
     gen = cpu_generator(seed)
     lengths = [1, 777, 32768, 131072]
     cache, table, seqlens, kv = build(lengths, 8, d, page, True, gen)
@@ -139,7 +142,7 @@ def test_lengths_from_1_to_128k_in_one_batch(seed):
     assert err < 5e-3, f"relative error {err:.2e}"
 
 
-@pytest.mark.parametrize("page", [16, 64])  # 64: the library's pick is the Gluon decode (TMA page loads)
+@pytest.mark.parametrize("page", [16, 64])  # the library's pick is the Gluon decode (TMA page loads) at both
 def test_invalid_table_gives_nan_rows(page, seed):
     d = 128
     if not compiled(page, d):
@@ -176,10 +179,12 @@ def test_gluon_decode_refuses_softcap(seed):
     names = [n for n in decode_instances() if n.endswith("_gluon")]
     if not names:
         pytest.skip("no Gluon decode instance in this build")
-    cache, table, seqlens, _ = build([100], 8, 128, 64, False, cpu_generator(seed))
-    q = torch.randn((1, 1, 32, 128)).to(torch.bfloat16).cuda()
-    with pytest.raises(Exception, match="soft-capping"):
-        decode(q, cache, table, seqlens, 100, kernel_name=names[0], softcap=5.0)
+    for name in names:
+        page = int(re.search(r"_p(\d+)x", name).group(1))
+        cache, table, seqlens, _ = build([100], 8, 128, page, False, cpu_generator(seed))
+        q = torch.randn((1, 1, 32, 128)).to(torch.bfloat16).cuda()
+        with pytest.raises(Exception, match="soft-capping"):
+            decode(q, cache, table, seqlens, 100, kernel_name=name, softcap=5.0)
 
 
 def test_append_bytes(seed):
