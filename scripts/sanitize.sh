@@ -17,6 +17,9 @@
 #
 #   OUT=/tmp/out bash scripts/sanitize.sh                  all four tools
 #   SANITIZE_TOOLS="memcheck racecheck" bash scripts/sanitize.sh
+#   SANITIZE_SET=paged bash scripts/sanitize.sh           only the paged decode: every compiled instance forced by
+#       name (Triton and Gluon, pages of 16 and 64), one and four query tokens, lengths 17 and 1000 (a masked
+#       tail, several stages, split-KV with the combine), under every tool (about a minute in all)
 #
 # Each tool's log (program output and reports): $OUT/sanitize_<tool>.log. One summary line per tool. Exit 1
 # when a tool reports an error, a program fails or times out under it, or a program is missing.
@@ -81,6 +84,11 @@ RACE_RUNS=(
   "$PROFILER ${COMMON_PROFILER[*]} --operation=all --providers=instance --batch=1 --heads_q=1 --seqlen_q=256 --head_dim=64,128,256 --dtype=e4m3,bf16 --causal=0,1"
   "$TWO_CONTEXTS"
 )
+
+if [[ ${SANITIZE_SET:-all} == paged ]]; then
+  FULL_RUNS=("$PROFILER ${COMMON_PROFILER[*]} --operation=paged --providers=instance --batch=2 --heads_q=32 --heads_kv=8 --seqlen_q=1,4 --seqlen_k=17,1000 --head_dim=128")
+  RACE_RUNS=("${FULL_RUNS[@]}")
+fi
 
 HELP=$("$SANITIZER" --help 2>&1)
 has_option() { grep -q -- "$1" <<< "$HELP"; }
