@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 
 import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda)
 from bench_decode import CASES, HEAD_DIM  # noqa: E402  (one definition of the cases)
-from operations.paged import gluon_vt_box, gluon_vt_row_bytes  # noqa: E402  (the library's descriptors)
+from operations.paged import gluon_vt_box  # noqa: E402  (the library's descriptor)
 from paged.paged_decode_gluon import paged_decode_gluon_kernel as _gluon_kernel  # noqa: E402
 from paged.paged_decode_triton import paged_combine_kernel  # noqa: E402
 from paged.paged_decode_triton import paged_decode_kernel as _library_kernel  # noqa: E402
@@ -103,7 +103,6 @@ def launcher(case, inp, v):
     extra = {"maxnreg": v["maxnreg"]} if v["maxnreg"] else {}
     # The kernel's own switches (upper-case names other than the tile's), e.g. NAME=1.
     switches = {k: bool(x) for k, x in v.items() if k.isupper() and k not in ("BLOCK_N", "ROWS")}
-    # VCHUNK=1 (Gluon): V^T pages in chunks of 16 keys, a layout under test (gluon_decode), not a kernel switch.
 
     common = (inp["kd"], inp["vd"], inp["table"], inp["seqlens"], out, part_o, part_ml,
               HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, inp["k"].shape[0], inp["table"].shape[1], pages_per_split,
@@ -136,15 +135,9 @@ def gluon_decode(case, inp, v, programs, common, extra, switches):
     page, heads_kv = case[6], case[4]
     sub = min(page, v["BLOCK_N"])
     k2 = inp["k"].view(-1, heads_kv * HEAD_DIM)  # [num_pages * page, heads_kv * D]
-    vt2 = inp["vt"].view(-1, gluon_vt_row_bytes(page))  # [num_pages * heads_kv * D, page] (pages of 16: rows of 128)
     vt_box, vt_swizzle = gluon_vt_box(page, v["BLOCK_N"], HEAD_DIM)
-    if switches.pop("VCHUNK", False):
-        # A cache layout under test: V^T inside each page in chunks of 16 keys ([page / 16, D, 16]), the pages-of-16
-        # layout at any page size, read as unswizzled 128-byte rows (the kernel's _vt_core_layout).
-        n = inp["vt"].shape[0]
-        vt2 = (inp["vt"].view(n, heads_kv, HEAD_DIM, page // 16, 16).permute(0, 1, 3, 2, 4).contiguous()
-               .view(-1, 128))
-        vt_box, vt_swizzle = [HEAD_DIM * sub // 128, 128], 0
+    # V^T pages [num_pages * heads_kv * D, page]; an unswizzled box (pages of 16) reads rows of its own width.
+    vt2 = inp["vt"].view(-1, vt_box[1] if vt_swizzle == 0 else page)
     k_desc = TensorDescriptor.from_tensor(k2, [sub, HEAD_DIM], gl.NVMMASharedLayout(128, 8, 2))
     vt_desc = TensorDescriptor.from_tensor(vt2, vt_box, gl.NVMMASharedLayout(vt_swizzle, 8, 2))
 

@@ -181,7 +181,8 @@ def _default_instances():
             rows += [PagedConfig("decode", page, d, r, w, st, block_n=n)
                      for r, n, w, st in ((16, 128, 4, 5), (16, 64, 4, 5), (32, 64, 4, 5), (64, 64, 4, 5))]
     # The Gluon decode (kernels/paged/paged_decode_gluon.py) for up to 8 rows (GQA 4:1 with one or two new tokens,
-    # 8:1 with one) at D=128 and pages of 64: TMA page loads, 64 keys per stage, 4 stages, three CTAs per SM. H200
+    # 8:1 with one) at D=128 and pages of 64 and 16: TMA page loads, 64 keys per stage, 4 stages, three CTAs per SM.
+    # H200
     # (sweep_decode.py, TB/s, against the Triton instance above): 4.25 / 4.06 / 3.82 / 2.97 vs 3.66 / 3.60 / 3.33 /
     # 2.55 at (32, 32k), (8, 128k), (128, 4k), (1, 128k). Pages of 16 (V^T read as 128-byte rows): 4.24-4.27 at
     # (32, 32k), the Triton instance 2.02. With 16 rows and more (read in chunks of 8 it would read the cache twice

@@ -114,16 +114,13 @@ GLUON_DECODE_MAXNREG = 80
 def gluon_vt_box(page, block_n, head_dim):
     """(box, swizzle bytes) of the Gluon decode's V^T descriptor: a page slice of SUB = min(page, BLOCK_N) tokens
     as [head_dim, SUB] with the widest swizzle that fits a row; pages of 16 as their 2 KB in rows of 128 bytes,
-    unswizzled, over the V^T pages viewed as [..., 128] (kernels/paged/paged_decode_gluon.py, vt_desc)."""
+    unswizzled, over the V^T pages viewed as [..., 128] (kernels/paged/paged_decode_gluon.py, vt_desc). Whoever
+    encodes the descriptor views the pages in rows of the box's width when it is unswizzled (src/paged/paged.cpp,
+    bench/sweep_decode.py)."""
     sub = min(page, block_n)
     if sub >= 32:
         return [head_dim, sub], min(128, sub)
     return [head_dim * sub // 128, 128], 0
-
-
-def gluon_vt_row_bytes(page):
-    """The row length of the Gluon decode's global V^T view (the descriptor's innermost dimension)."""
-    return page if page >= 32 else 128
 
 
 def kernel_of(c: PagedConfig):
@@ -140,9 +137,11 @@ def compile_spec(c: PagedConfig):
                  "VDescale": "*fp32", "BlockTable": "*i32", "Positions": "*i32"}
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page}
     elif c.stage == "decode" and c.family == "gluon":
-        if c.rows % 8 or c.rows > 64 or c.head_dim != 128 or c.page < 16 or c.block_n < 32:
+        # S^T's MMA has BLOCK_N as its M (64 per warpgroup); pages of 32 (a 32-byte swizzle) are untested.
+        if (c.rows % 8 or c.rows > 64 or c.head_dim != 128 or not (c.page == 16 or c.page >= 64) or
+                c.block_n % 64):
             raise ValueError(f"{name_of(c)}: the Gluon decode takes rows 8..64 (multiples of 8), head_dim 128, "
-                             "pages of 16 tokens or more, 32 keys per stage or more")
+                             "pages of 16 or of 64 tokens and more, a multiple of 64 keys per stage")
         sub = min(c.page, c.block_n)
         vt_box, vt_swizzle = gluon_vt_box(c.page, c.block_n, c.head_dim)
         types = {"k_desc": gluon_tensordesc("fp8e4nv", [sub, c.head_dim], 128),

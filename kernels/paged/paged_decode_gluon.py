@@ -139,19 +139,19 @@ def _two_e4m3_terms(x):
 
 @gluon.jit
 def _zero_tail(v_bufs, s, start, key_hi, NP: gl.constexpr, SUB: gl.constexpr):
-    """V^T entries of keys at or past key_hi set to zero (the tail block only). A slice's view [VROWS, VCOLS]
-    holds its V^T [HEAD_DIM, SUB] row after row (swizzled rows: the key of column c is c), or unswizzled, its
-    chunks of 16 keys [HEAD_DIM, 16] one after the other (the key of byte o is o // (16 HEAD_DIM) * 16 + o % 16)."""
+    """V^T entries of keys at or past key_hi set to zero (the tail block only; P is 0 there, but a free slot
+    poisoned with NaN times 0 is NaN). A slice's view [VROWS, VCOLS] holds its V^T [HEAD_DIM, SUB] row after
+    row: one row of SUB keys per row of the view (swizzled, VCOLS = SUB) or, at pages of 16 (unswizzled, VCOLS =
+    128), 8 rows of V^T of 16 keys per row of the view; the key of column c is c % SUB either way."""
     VROWS: gl.constexpr = v_bufs.shape[1] // NP
     VCOLS: gl.constexpr = v_bufs.shape[2]
-    CHUNK_BYTES: gl.constexpr = 16 * (VROWS * VCOLS // SUB)  # 16 keys x HEAD_DIM
+    gl.static_assert(VCOLS % SUB == 0, "whole rows of V^T per row of the view")
     layout: gl.constexpr = gl.BlockedLayout([1, 16], [32 // (VCOLS // 16), VCOLS // 16], [4, 1], [1, 0])
-    r = gl.arange(0, VROWS, layout=gl.SliceLayout(1, layout))[:, None]
+    # The key of each column, the same in every row of the view (its rows hold whole rows of V^T, each the
+    # slice's SUB keys in order), broadcast over the rows so that the mask has the shape of the loaded
+    # values.
     c = gl.arange(0, VCOLS, layout=gl.SliceLayout(0, layout))[None, :]
-    if v_bufs.type.layout.swizzle_byte_width == 0:
-        key = (r * VCOLS + c) // CHUNK_BYTES * 16 + c % 16
-    else:
-        key = c + r * 0
+    key = c % SUB + gl.arange(0, VROWS, layout=gl.SliceLayout(1, layout))[:, None] * 0
     for p in gl.static_range(NP):
         buf = v_bufs.index(s).slice(p * VROWS, VROWS, dim=0)
         v = buf.load(layout).to(gl.int8, bitcast=True)
@@ -356,8 +356,8 @@ def paged_decode_gluon_kernel(
     gl.static_assert(ROWS % 8 == 0 and ROWS <= 64, "ROWS: a multiple of 8 up to 64 (the MMA's N)")
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     SUB: gl.constexpr = BLOCK_N // NP
-    gl.static_assert(SUB >= 32 or vt_desc.layout.swizzle_byte_width == 0,
-                     "V^T slices of 16 tokens (16-byte rows) only as unswizzled chunks (_vt_core_layout)")
+    gl.static_assert((SUB == 16) == (vt_desc.layout.swizzle_byte_width == 0),
+                     "V^T slices of 16 tokens unswizzled (_vt_core_layout), wider ones swizzled")
     k_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     # Per stage, the NP slices' V^T as the descriptor's boxes one after the other ([NP * VROWS, VCOLS]).
     v_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, NP * vt_desc.block_type.shape[0],

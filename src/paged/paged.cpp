@@ -307,7 +307,8 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   void* const partial_ml = splits > 1 ? partial_o + o_bytes : nullptr;
   if (is_gluon(*instances.decode)) {
     // The cache through two TMA descriptors: K pages as [num_pages * page, heads_kv * head_dim], V^T pages as
-    // [num_pages * heads_kv * head_dim, page] (kernels/paged/paged_decode_gluon.py).
+    // [num_pages * heads_kv * head_dim, page], or at pages of 16 in rows of 128 bytes (below; kernels/paged/
+    // paged_decode_gluon.py).
     if (instances.decode->num_tensor_descs != 2) {
       return Status(StatusCode::kErrorInternal, "paged decode (Gluon): expected 2 descriptors");
     }
@@ -356,8 +357,10 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     c.stride_oh = a.o.stride_h;
     c.pack(plan->combine_params);
     // One combine program per query row (kernels/paged/paged_decode_triton.py: paged_combine_kernel).
-    plan->combine_launch = runtime::LaunchConfig::for_instance(
-        *instances.combine, static_cast<unsigned>(int64_t{a.batch} * a.cache.heads_kv * chunks * rows));
+    int64_t const combine_programs = int64_t{a.batch} * a.cache.heads_kv * chunks * rows;
+    if (combine_programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 combine programs");
+    plan->combine_launch = runtime::LaunchConfig::for_instance(*instances.combine,
+                                                               static_cast<unsigned>(combine_programs));
     plan->split = true;
   }
   plan->empty = false;
