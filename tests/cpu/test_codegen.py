@@ -302,6 +302,28 @@ class Manifest(unittest.TestCase):
                 checked += 1
         self.assertGreater(checked, 0, "the build has no host-descriptor kernel to check")
 
+    def test_gluon_decode_descriptors_and_refused_shapes(self):
+        """The Gluon decode's V^T box: [128, SUB] swizzled at pages of 64 and more; at pages of 16 the slice's
+        2 KB as unswizzled rows of 128 bytes (16 TMA rows, not 128 of 16 bytes; the host views the pages in rows
+        of the box's width). Shapes the kernel cannot build or nobody has tested are refused by name."""
+        from operations import paged as paged_op
+
+        self.assertEqual(paged_op.gluon_vt_box(64, 64, 128), ([128, 64], 64))
+        self.assertEqual(paged_op.gluon_vt_box(128, 64, 128), ([128, 64], 64))
+        self.assertEqual(paged_op.gluon_vt_box(16, 64, 128), ([16, 128], 0))
+        gluon = [c for c in manifest.instances() if isinstance(c, PagedConfig) and c.family == "gluon"]
+        self.assertEqual(sorted(c.page for c in gluon), [16, 64])
+        for c in gluon:
+            _, types, _, _, _ = paged_op.compile_spec(c)
+            box, swizzle = paged_op.gluon_vt_box(c.page, c.block_n, c.head_dim)
+            self.assertIn(f"[{box[0]}, {box[1]}],NVMMASharedLayout(swizzle_byte_width={swizzle},", types["vt_desc"])
+        for bad in (dict(page=32), dict(block_n=32), dict(head_dim=64), dict(rows=12)):
+            c = PagedConfig(**dict(dict(stage="decode", page=64, head_dim=128, rows=8, warps=4, stages=4, block_n=64,
+                                        family="gluon"), **bad))
+            with self.assertRaises(ValueError, msg=bad) as err:
+                paged_op.compile_spec(c)
+            self.assertIn(name_of(c), str(err.exception))
+
     def test_specialized_instances_come_first(self):
         # The C++ heuristic takes the first supporting instance, so the gluon and evenn instances must precede
         # the general one.
