@@ -85,7 +85,8 @@ DECODE_PARAMS = [
 ] + _DESCALE_STRIDES + [Param("window_left", "i32"), Param("softcap", "f32")]
 
 # The Gluon decode: the Triton kernel's parameters with the page pointers replaced by two TMA descriptors over them
-# (K pages as [num_pages * PAGE, heads_kv * D], V^T pages as [num_pages * heads_kv * D, PAGE]).
+# (K pages as [num_pages * PAGE, heads_kv * D]; V^T pages as [num_pages * heads_kv * D, PAGE], at pages of 16 the
+# same bytes in rows of 128: gluon_vt_box).
 GLUON_DECODE_PARAMS = [Param("k_desc", "tensordesc", rank=2), Param("vt_desc", "tensordesc", rank=2)] + [
     p for p in DECODE_PARAMS if p.name not in ("KPages", "VPages")]
 

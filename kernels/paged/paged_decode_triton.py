@@ -339,4 +339,4 @@ def paged_combine_kernel(
     head = hk * group + row % group
     out = acc / tl.where(l == 0.0, 1.0, l)
     tl.store(O + b.to(tl.int64) * stride_ob + tok.to(tl.int64) * stride_os + head * stride_oh + offs_d,
-             out.to(O.dtype.element_ty), mask=(offs_d < HEAD_DIM) & (row < q_len * group))
+             out.to(O.dtype.element_ty), mask=row < q_len * group)
