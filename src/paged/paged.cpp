@@ -358,7 +358,11 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     c.pack(plan->combine_params);
     // One combine program per query row (kernels/paged/paged_decode_triton.py: paged_combine_kernel).
     int64_t const combine_programs = int64_t{a.batch} * a.cache.heads_kv * chunks * rows;
-    if (combine_programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 combine programs");
+    if (combine_programs > INT32_MAX) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "batch=" + num(a.batch) + " x cache.heads_kv=" + num(a.cache.heads_kv) + " x " + num(chunks * rows) +
+                        " query rows per kv head need more than 2^31-1 combine programs");
+    }
     plan->combine_launch = runtime::LaunchConfig::for_instance(*instances.combine,
                                                                static_cast<unsigned>(combine_programs));
     plan->split = true;
