@@ -7,8 +7,10 @@ variant's before its time counts. Used to decide what goes into the manifest and
 A variant is name=KEY=int,...: BLOCK_N, stages, warps, splits (0: the library's automatic choice, as
 src/paged/paged.cpp plans it), target (with splits=0: split every case into target // programs, e.g. 396 for
 three programs per SM, instead), maxnreg (0: none), gluon=1 (the Gluon kernel, kernels/paged/paged_decode_gluon.py:
-TMA page loads from a producer warp; ROWS may be 8 there), and the kernel's switches by name (upper-case
-constexprs, e.g. NAME=1).
+TMA page loads from a producer warp; ROWS may be 8 there), per_sm (Gluon: launch at most per_sm programs per SM,
+each walking work items persistently; 0: one program per work item), balance=1 (with per_sm: as few programs as
+give every program the same number of items, +-1), and the kernel's switches by name (upper-case constexprs,
+e.g. NAME=1).
 Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 
@@ -46,7 +48,8 @@ _INTS = ("q_len", "heads_q", "heads_kv", "num_pages", "max_pages", "pages_per_sp
 paged_decode_kernel = triton.jit(_library_kernel.fn, do_not_specialize=list(_INTS))
 paged_decode_gluon_kernel = gluon.jit(_gluon_kernel.fn, do_not_specialize=list(_INTS))
 
-DEFAULTS = {"BLOCK_N": 128, "stages": 5, "warps": 4, "splits": 0, "target": 0, "maxnreg": 0, "ROWS": 16, "gluon": 0}
+DEFAULTS = {"BLOCK_N": 128, "stages": 5, "warps": 4, "splits": 0, "target": 0, "maxnreg": 0, "ROWS": 16, "gluon": 0,
+            "per_sm": 0, "balance": 0}
 # The library's automatic split choice (src/paged/paged.cpp: splits_of).
 SPLIT_BELOW, TARGET_PROGRAMS, MIN_PAGES_PER_SPLIT = 132, 264, 4
 
@@ -103,6 +106,7 @@ def launcher(case, inp, v):
     extra = {"maxnreg": v["maxnreg"]} if v["maxnreg"] else {}
     # The kernel's own switches (upper-case names other than the tile's), e.g. NAME=1.
     switches = {k: bool(x) for k, x in v.items() if k.isupper() and k not in ("BLOCK_N", "ROWS")}
+    extra.update({"num_items": programs} if v["gluon"] else {})
 
     common = (inp["kd"], inp["vd"], inp["table"], inp["seqlens"], out, part_o, part_ml,
               HEAD_DIM ** -0.5, q_len, heads_q, heads_kv, inp["k"].shape[0], inp["table"].shape[1], pages_per_split,
@@ -141,8 +145,13 @@ def gluon_decode(case, inp, v, programs, common, extra, switches):
     k_desc = TensorDescriptor.from_tensor(k2, [sub, HEAD_DIM], gl.NVMMASharedLayout(128, 8, 2))
     vt_desc = TensorDescriptor.from_tensor(vt2, vt_box, gl.NVMMASharedLayout(vt_swizzle, 8, 2))
 
+    grid = min(programs, v["per_sm"] * torch.cuda.get_device_properties(0).multi_processor_count) if v["per_sm"] \
+        else programs
+    if v["balance"]:
+        grid = -(-programs // -(-programs // grid))
+
     def decode():
-        paged_decode_gluon_kernel[(programs,)](
+        paged_decode_gluon_kernel[(grid,)](
             k_desc, vt_desc, inp["q"], *common,
             HEAD_DIM=HEAD_DIM, PAGE=page, ROWS=v["ROWS"], BLOCK_N=v["BLOCK_N"], NUM_STAGES=v["stages"],
             num_warps=4, **switches, **extra)

@@ -87,8 +87,9 @@ DECODE_PARAMS = [
 # The Gluon decode: the Triton kernel's parameters with the page pointers replaced by two TMA descriptors over them
 # (K pages as [num_pages * PAGE, heads_kv * D]; V^T pages as [num_pages * heads_kv * D, PAGE], at pages of 16 the
 # same bytes in rows of 128: gluon_vt_box).
+# It is persistent: num_items work items (the Triton kernel's programs) over however many programs are launched.
 GLUON_DECODE_PARAMS = [Param("k_desc", "tensordesc", rank=2), Param("vt_desc", "tensordesc", rank=2)] + [
-    p for p in DECODE_PARAMS if p.name not in ("KPages", "VPages")]
+    p for p in DECODE_PARAMS if p.name not in ("KPages", "VPages")] + [Param("num_items", "i32")]
 
 COMBINE_PARAMS = [
     Param("PartialO", "ptr", True), Param("PartialML", "ptr", True), Param("O", "ptr", True),

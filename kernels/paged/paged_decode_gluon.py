@@ -16,6 +16,11 @@ the loads issued late (DRAM 77%, 0.56 eligible warps per scheduler). Here:
                e4m3 terms, times each key's v descale relative to the tile's largest) written to shared memory,
                O^T += V^T P^T. S^T of the next stage is issued as soon as P.V is, so it runs under P.V.
 
+Persistent: the work items are the Triton kernel's programs (num_items of them); each program walks items
+program_id, program_id + num_programs, ... and both partitions count ring iterations across items, so the
+producer loads the next item's first pages while the consumer finishes the current one (its last blocks, O's
+store, the next Q's load). The host launches as many programs as fit on the GPU at once.
+
 Tail: the block that reaches past the split's (or sequence's) end masks its scores; its V^T columns past the end
 are zeroed in shared memory before P.V (P is 0 there, but a free slot poisoned with NaN times 0 is NaN).
 
@@ -60,11 +65,10 @@ def _vt_core_layout(head_dim, block_n):
 
 
 @gluon.jit
-def _program(num_splits, row_chunks, heads_kv):
-    """Program id -> (b, kv head, row chunk, split), the Triton kernel's order."""
-    pid = gl.program_id(0)
-    split = pid % num_splits
-    rest = pid // num_splits
+def _program(w, num_splits, row_chunks, heads_kv):
+    """Work item w -> (b, kv head, row chunk, split), the Triton kernel's program order."""
+    split = w % num_splits
+    rest = w // num_splits
     chunk = rest % row_chunks
     bh = rest // row_chunks
     return bh // heads_kv, bh % heads_kv, chunk, split
@@ -91,32 +95,36 @@ def _seqlen(Seqlens, b, max_pages, PAGE: gl.constexpr):
 
 @gluon.jit
 def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv, num_pages,
-              max_pages, pages_per_split, num_splits, row_chunks, window_left,
+              max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     SUB: gl.constexpr = BLOCK_N // NP
-    b, hk, chunk, split = _program(num_splits, row_chunks, heads_kv)
-    seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
-    win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
-    table_row = BlockTable + b.to(gl.int64) * max_pages
-    n_blocks = gl.cdiv(gl.maximum(key_hi - key_lo, 0), BLOCK_N)
     VROWS: gl.constexpr = vt_desc.block_type.shape[0]  # V^T rows per slice: HEAD_DIM; pages of 16: HEAD_DIM / 8
-    for i in range(n_blocks):
-        start = key_lo + i * BLOCK_N
-        s = i % NUM_STAGES
-        mbarrier.wait(empty.index(s), ((i // NUM_STAGES) & 1) ^ 1)
-        mbarrier.expect(ready.index(s), NP * (k_desc.block_type.nbytes + vt_desc.block_type.nbytes))
-        for p in gl.static_range(NP):
-            first = start + p * SUB
-            live = first < key_hi
-            page = gl.load(table_row + first // PAGE, mask=live, other=-1)
-            # Past the split or outside the cache: a coordinate past the cache's end, which TMA fills with zeros.
-            page = gl.where(live & (page >= 0) & (page < num_pages), page, num_pages)
-            in_page = first % PAGE
-            tma.async_copy_global_to_shared(k_desc, [page * PAGE + in_page, hk * HEAD_DIM], ready.index(s),
-                                            k_bufs.index(s).slice(p * SUB, SUB, dim=0))
-            tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk) * VROWS, in_page], ready.index(s),
-                                            v_bufs.index(s).slice(p * VROWS, VROWS, dim=0))
+    it = 0  # ring iterations so far, across this program's work items (the ring runs on from one to the next)
+    for w in range(gl.program_id(0), num_items, gl.num_programs(0)):
+        b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv)
+        seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
+        win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
+        table_row = BlockTable + b.to(gl.int64) * max_pages
+        n_blocks = gl.cdiv(gl.maximum(key_hi - key_lo, 0), BLOCK_N)
+        for i in range(n_blocks):
+            start = key_lo + i * BLOCK_N
+            s = it % NUM_STAGES
+            mbarrier.wait(empty.index(s), ((it // NUM_STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(s), NP * (k_desc.block_type.nbytes + vt_desc.block_type.nbytes))
+            for p in gl.static_range(NP):
+                first = start + p * SUB
+                live = first < key_hi
+                page = gl.load(table_row + first // PAGE, mask=live, other=-1)
+                # Past the split or outside the cache: a coordinate past the cache's end, which TMA fills with
+                # zeros.
+                page = gl.where(live & (page >= 0) & (page < num_pages), page, num_pages)
+                in_page = first % PAGE
+                tma.async_copy_global_to_shared(k_desc, [page * PAGE + in_page, hk * HEAD_DIM], ready.index(s),
+                                                k_bufs.index(s).slice(p * SUB, SUB, dim=0))
+                tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk) * VROWS, in_page], ready.index(s),
+                                                v_bufs.index(s).slice(p * VROWS, VROWS, dim=0))
+            it += 1
 
 
 @gluon.jit
@@ -236,9 +244,30 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
               Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
               softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
               stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
-              descale_stride_page, descale_stride_head, window_left,
+              descale_stride_page, descale_stride_head, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
               NUM_STAGES: gl.constexpr):
+    it = 0  # ring iterations consumed so far, across work items (the producer's count)
+    for w in range(gl.program_id(0), num_items, gl.num_programs(0)):
+        it = _consume_item(w, it, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready, empty,
+                           Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+                           softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split,
+                           num_splits, row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
+                           descale_stride_page, descale_stride_head, window_left,
+                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES)
+
+
+@gluon.jit
+def _consume_item(w, it, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready, empty,
+                  Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+                  softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
+                  row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
+                  descale_stride_page, descale_stride_head, window_left,
+                  HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
+                  NUM_STAGES: gl.constexpr):
+    """One work item (the Triton kernel's program w), its blocks at ring iterations it, it + 1, ...; returns the
+    ring iteration after its last block. Every MMA of the previous item has been waited for, so Q's and P's
+    shared memory are free to overwrite."""
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     # S^T [BLOCK_N, ROWS] and O^T [HEAD_DIM, ROWS] share one accumulator layout: keys (or head dims) over the
     # warps' rows, query rows over N.
@@ -248,7 +277,7 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
     row_l: gl.constexpr = gl.SliceLayout(0, acc_layout)
     q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
 
-    b, hk, chunk, split = _program(num_splits, row_chunks, heads_kv)
+    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv)
     group = heads_q // heads_kv
     seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
 
@@ -291,10 +320,10 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
     qt_hi = q_hi_smem.permute((1, 0))
     qt_lo = q_lo_smem.permute((1, 0))
     if n_blocks > 0:
-        mbarrier.wait(ready.index(0), 0)
-        st = _issue_s(k_bufs, 0, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout)
+        mbarrier.wait(ready.index(it % NUM_STAGES), (it // NUM_STAGES) & 1)
+        st = _issue_s(k_bufs, it % NUM_STAGES, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout)
         for i in range(n_blocks - 1):
-            s = i % NUM_STAGES
+            s = (it + i) % NUM_STAGES
             m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
                 warpgroup_mma_wait(num_outstanding=0, deps=(st, )), key_lo + i * BLOCK_N, key_hi, m_i, l_i,
                 bad_keys, row_scale, limit, low, low_min, limit_max, v_bufs, s, p_hi_smem, p_lo_smem,
@@ -302,15 +331,15 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
                 HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout)
             pv = _issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout)
             # The next stage's S^T runs under this P.V (the wait leaves its two MMAs in flight).
-            nxt = (i + 1) % NUM_STAGES
-            mbarrier.wait(ready.index(nxt), ((i + 1) // NUM_STAGES) & 1)
+            nxt = (it + i + 1) % NUM_STAGES
+            mbarrier.wait(ready.index(nxt), ((it + i + 1) // NUM_STAGES) & 1)
             st = _issue_s(k_bufs, nxt, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout)
             pv = warpgroup_mma_wait(num_outstanding=2, deps=(pv, ))
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc * alpha[None, :] + pv * scale_pv[None, :]
             m_i = m_new
         last = n_blocks - 1
-        s = last % NUM_STAGES
+        s = (it + last) % NUM_STAGES
         st = warpgroup_mma_wait(num_outstanding=0, deps=(st, ))
         m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
             st, key_lo + last * BLOCK_N, key_hi, m_i, l_i,
@@ -334,10 +363,11 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
         gl.store(o_ptr, out.to(gl.bfloat16), mask=row_ok[None, :])
     else:
         # Partials: [batch, heads_kv, row_chunks, num_splits, ROWS, HEAD_DIM] and [..., ROWS, 2] (max, sum).
-        prow = gl.program_id(0).to(gl.int64) * ROWS + gl.arange(0, ROWS, layout=row_l)
+        prow = w.to(gl.int64) * ROWS + gl.arange(0, ROWS, layout=row_l)
         gl.store(PartialO + prow[None, :] * HEAD_DIM + offs_d[:, None], acc)
         gl.store(PartialML + prow * 2, m_i)
         gl.store(PartialML + prow * 2 + 1, l_row)
+    return it + n_blocks
 
 
 @gluon.jit
@@ -345,7 +375,7 @@ def paged_decode_gluon_kernel(
     k_desc, vt_desc, Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
     softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
-    descale_stride_page, descale_stride_head, window_left, softcap,
+    descale_stride_page, descale_stride_head, window_left, softcap, num_items,
     HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
     NUM_STAGES: gl.constexpr,
 ):
@@ -379,9 +409,9 @@ def paged_decode_gluon_kernel(
                      Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
                      softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
                      row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
-                     descale_stride_page, descale_stride_head, window_left,
+                     descale_stride_page, descale_stride_head, window_left, num_items,
                      HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES)),
         (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
-                     num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left,
+                     num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
                      HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES)),
     ], [1], [24])

@@ -320,16 +320,20 @@ def paged_combine_kernel(
     b = bh // row_chunks // heads_kv
     group = heads_q // heads_kv
     row = chunk * ROWS + r
+    # A padding row (past the chunk's query rows: half the programs at one token and GQA 4:1 with 8 rows) loads
+    # nothing; its store is masked below.
+    real = row < q_len * group
     offs_s = tl.arange(0, _SPLIT_BLOCK)
     offs_d = tl.arange(0, HEAD_DIM)
     m = _NEG_BIG
     for s0 in tl.range(0, num_splits, _SPLIT_BLOCK):
         prow = (bh.to(tl.int64) * num_splits + s0 + offs_s) * ROWS + r
-        m = tl.maximum(m, tl.max(tl.load(PartialML + prow * 2, mask=s0 + offs_s < num_splits, other=_NEG_BIG), 0))
+        m = tl.maximum(m, tl.max(tl.load(PartialML + prow * 2, mask=(s0 + offs_s < num_splits) & real,
+                                         other=_NEG_BIG), 0))
     acc = tl.zeros([HEAD_DIM], tl.float32)
     l = 0.0
     for s0 in tl.range(0, num_splits, _SPLIT_BLOCK):
-        live = s0 + offs_s < num_splits
+        live = (s0 + offs_s < num_splits) & real
         prow = (bh.to(tl.int64) * num_splits + s0 + offs_s) * ROWS + r
         w = tl.where(live, tl.math.exp2(tl.load(PartialML + prow * 2, mask=live, other=_NEG_BIG) - m), 0.0)
         l += tl.sum(tl.load(PartialML + prow * 2 + 1, mask=live, other=0.0) * w, 0)
@@ -339,4 +343,4 @@ def paged_combine_kernel(
     head = hk * group + row % group
     out = acc / tl.where(l == 0.0, 1.0, l)
     tl.store(O + b.to(tl.int64) * stride_ob + tok.to(tl.int64) * stride_os + head * stride_oh + offs_d,
-             out.to(O.dtype.element_ty), mask=row < q_len * group)
+             out.to(O.dtype.element_ty), mask=real)

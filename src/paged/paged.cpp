@@ -34,6 +34,9 @@ using fmha::TensorRef;
 /// programs, 1.78). The split count changes speed and the order of the final sums, nothing else.
 constexpr int64_t kSplitBelowPrograms = 132;
 constexpr int64_t kTargetPrograms = 264;
+/// Hopper's shared memory per SM for CTAs and what the system keeps per CTA (codegen/operations/paged.py derives
+/// the Gluon decode's register cap from the same numbers).
+constexpr int64_t kSharedPerSm = 233472, kSharedReservedPerCta = 1024;
 /// A split reads at least this many pages (fewer makes the combine cost more than the split saves).
 constexpr int64_t kMinPagesPerSplit = 4;
 /// New tokens per sequence: 1-8 is decode (speculative tokens); more is chunked prefill (a chunk of new queries
@@ -189,6 +192,29 @@ int64_t planned_keys(PagedDecodeArguments const& a, int block_n) {
 /// No compiled decode iteration is longer than this (splits_of plans before an instance is chosen).
 constexpr int kMaxBlockN = 256;
 
+/// The Gluon decode's persistent grid for `items` work items: 2 or up to as many programs per SM as its shared
+/// memory holds (its register cap was derived from that count), whichever leaves the fewest idle slots in the
+/// last round (items / (rounds * programs per SM * SMs) the largest; a tie to the most programs). One program per
+/// SM is never chosen: one consumer's chain per stage cannot keep the HBM busy (3.48-3.93 TB/s, docs/perf/NOTES.md).
+/// H200, 64 keys x 4 stages (80 registers, three per SM fit), same call: batch 128 at 4k (1024 items) 4.07 TB/s
+/// with two per SM (four rounds, 97% of the slots busy), 3.72 with three (three rounds, 86%); the other cases
+/// within the run's spread.
+int64_t gluon_decode_grid(int64_t items, KernelInstance const& decode, int sms) {
+  int64_t const fit = std::max<int64_t>(2, kSharedPerSm / (int64_t{decode.shared_bytes} + kSharedReservedPerCta));
+  int64_t best = 0;
+  double best_busy = -1.0;
+  for (int64_t per_sm = fit; per_sm >= 2; --per_sm) {
+    int64_t const slots = per_sm * sms;
+    int64_t const rounds = (items + slots - 1) / slots;
+    double const busy = static_cast<double>(items) / static_cast<double>(rounds * slots);
+    if (busy > best_busy + 1e-9) {
+      best = per_sm;
+      best_busy = busy;
+    }
+  }
+  return std::min<int64_t>(items, best * sms);
+}
+
 /// The decode parameters both kernels share (the Triton and the Gluon decode take the same arguments after their
 /// cache operands).
 template <class Params>
@@ -305,6 +331,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   // The split-KV partials (the workspace), none with one split: the decode writes O itself.
   void* const partial_o_arg = splits > 1 ? partial_o : nullptr;
   void* const partial_ml = splits > 1 ? partial_o + o_bytes : nullptr;
+  int64_t launch_programs = programs;
   if (is_gluon(*instances.decode)) {
     // The cache through two TMA descriptors: K pages as [num_pages * page, heads_kv * head_dim], V^T pages as
     // [num_pages * heads_kv * head_dim, page], or at pages of 16 in rows of 128 bytes (below; kernels/paged/
@@ -332,6 +359,12 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
       return s;
     }
     fill_decode_params(a, partial_o_arg, partial_ml, pages_per_split, splits, chunks, &p);
+    // Persistent: each program walks work items program_id, program_id + grid, ... with its K/V ring running on
+    // from one item into the next; the grid is gluon_decode_grid's.
+    p.num_items = static_cast<int32_t>(programs);
+    int sms = 0;
+    if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
+    launch_programs = gluon_decode_grid(programs, *instances.decode, sms);
     p.pack(plan->decode_params);
   } else {
     generated::PagedDecodeTritonParams p;
@@ -340,7 +373,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     fill_decode_params(a, partial_o_arg, partial_ml, pages_per_split, splits, chunks, &p);
     p.pack(plan->decode_params);
   }
-  plan->decode_launch = runtime::LaunchConfig::for_instance(*instances.decode, static_cast<unsigned>(programs));
+  plan->decode_launch = runtime::LaunchConfig::for_instance(*instances.decode, static_cast<unsigned>(launch_programs));
   if (splits > 1) {
     if (Status s = fp8attn::detail::get_function(*driver, *instances.combine, &plan->combine); !s) return s;
     generated::PagedCombineTritonParams c;
