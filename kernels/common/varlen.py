@@ -16,14 +16,27 @@ VT_ALIGN_GLUON = 128
 
 
 @triton.jit
-def varlen_range(cu_seqlens, b, total):
-    """Sequence b's [start, end) from int32 offsets, and whether it is usable: inside [0, total], not reversed, and
-    not before its neighbour's start (with every sequence checking its neighbour, offsets out of order cannot make
-    two sequences share rows or V^T columns)."""
+def varlen_offsets(cu_seqlens, b):
+    """The offsets varlen_check needs for sequence b: (its neighbour's start, its start, its end), loaded. Split
+    from the check so that a persistent kernel can load the next work item's offsets a whole item ahead."""
     start = tl.load(cu_seqlens + b)
     end = tl.load(cu_seqlens + b + 1)
-    ok = (start >= 0) & (end >= start) & (end <= total) & (tl.load(cu_seqlens + tl.maximum(b - 1, 0)) <= start)
-    return start, end, ok
+    return tl.load(cu_seqlens + tl.maximum(b - 1, 0)), start, end
+
+
+@triton.jit
+def varlen_check(prev, start, end, total):
+    """Whether a sequence's [start, end) is usable: inside [0, total], not reversed, and not before its neighbour's
+    start `prev` (with every sequence checking its neighbour, offsets out of order cannot make two sequences share
+    rows or V^T columns)."""
+    return (start >= 0) & (end >= start) & (end <= total) & (prev <= start)
+
+
+@triton.jit
+def varlen_range(cu_seqlens, b, total):
+    """Sequence b's [start, end) from int32 offsets, and whether it is usable (varlen_check)."""
+    prev, start, end = varlen_offsets(cu_seqlens, b)
+    return start, end, varlen_check(prev, start, end, total)
 
 
 @triton.jit

@@ -97,7 +97,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from common import numerics
 from common.int8_scores import int8_scores, key_block_descales
 from common.key_range import keep_mask, key_range
-from common.varlen import varlen_range, varlen_vt_start
+from common.varlen import varlen_check, varlen_offsets, varlen_vt_start
 
 LOG2E = gl.constexpr(numerics.LOG2E)
 LN2 = gl.constexpr(numerics.LN2)
@@ -116,12 +116,13 @@ CAUSAL_SECTION_BYTES = gl.constexpr(16 * 1024 * 1024)
 
 
 @gluon.jit
-def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, VARLEN: gl.constexpr):
+def _sequence(b, seqlen_q, seqlen_k, offs, varlen, total_q, total_k, VARLEN: gl.constexpr):
     """Where sequence b lives: (batch coordinate, its first q row, first key row, first V^T column, its query and
     key lengths, bad). Dense: (b, 0, 0, 0, seqlen_q, seqlen_k, False). Varlen (packed, the descriptors' batch
-    dimension is 1): the offsets' rows, the V^T column from common/varlen.py, the lengths from the offsets. Offsets
-    that fail the checks (fmha_fwd_triton's, the V transpose's): no key is read, and the rows inside q get NaN.
-    VARLEN: whether the instance has the varlen path at all (the "varlen" instances)."""
+    dimension is 1): the offsets' rows, the V^T column from common/varlen.py, the lengths from the offsets (offs:
+    _tile_offsets', loaded a tile ahead). Offsets that fail the checks (fmha_fwd_triton's, the V transpose's): no
+    key is read, and the rows inside q get NaN. VARLEN: whether the instance has the varlen path at all (the
+    "varlen" instances)."""
     bc = b
     q_row = b * 0
     k_row = b * 0
@@ -130,8 +131,9 @@ def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q
     sk = seqlen_k
     bad = b < 0
     if VARLEN:  # packed sequences only (the host refuses a dense call on a _varlen instance)
-        q_start, q_end, q_ok = varlen_range(cu_seqlens_q, b, total_q)
-        k_start, k_end, k_ok = varlen_range(cu_seqlens_k, b, total_k)
+        q_prev, q_start, q_end, k_prev, k_start, k_end = offs
+        q_ok = varlen_check(q_prev, q_start, q_end, total_q)
+        k_ok = varlen_check(k_prev, k_start, k_end, total_k)
         bad = ~q_ok | (q_end - q_start > seqlen_q) | ~k_ok | (k_end - k_start > seqlen_k)
         bc = b * 0
         q_row = gl.where(q_ok, q_start, 0)
@@ -143,21 +145,8 @@ def _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen, total_q
 
 
 @gluon.jit
-def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-          cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
-          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
-          VARLEN: gl.constexpr):
-    """Work item `tile` of the persistent schedule -> (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start,
-    lo_masked_end, full_end, n_end, and _sequence's bc, q_row, k_row, v_col, sq, sk, bad).
-
-    Full attention: query blocks fastest, so that the programs working at the same time share a head's K and V
-    in L2. Causal: heads in sections whose K and V fit CAUSAL_SECTION_BYTES, and within a section the query
-    blocks from the last (the longest rows) to the first, across the section's heads, so that long blocks
-    start first and short ones fill the tail. (Longest-first across all heads at once: -13% at S=8192, K and V
-    of 132 heads in flight; head by head: -30% at S=512, the tail unbalanced; docs/perf/NOTES.md.)
-    Varlen: the blocks of the longest sequence (seqlen_q) for every sequence; a block at or past its own sequence's
-    end (start_m >= sq) gets no key tiles (and stores nothing).
-    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included), per sequence."""
+def _tile_order(tile, num_m_blocks, batch_heads, seqlen_k, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr):
+    """Work item `tile` -> (bh, pid_m): the persistent schedule's order (_tile says which)."""
     if CAUSAL:
         kv_bytes = 2 * gl.maximum(seqlen_k, 1).to(gl.int64) * HEAD_DIM
         section = gl.maximum(CAUSAL_SECTION_BYTES // kv_bytes, 1).to(gl.int32)
@@ -170,11 +159,54 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
     else:
         pid_m = tile % num_m_blocks
         bh = tile // num_m_blocks
+    return bh, pid_m
+
+
+@gluon.jit
+def _tile_offsets(tile, num_tiles, num_m_blocks, batch_heads, heads_q, seqlen_k, cu_seqlens_q, cu_seqlens_k,
+                  HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, VARLEN: gl.constexpr):
+    """Varlen: the offsets of work item `tile`'s sequence (common/varlen.py: varlen_offsets for q and k), loaded
+    now and used a tile later, so that a tile's start does not wait for them (at S=1024 causal a tile is ~10 us
+    and the dependent load ~1 us; H200: the varlen call 0.92x of dense there). A tile past the last gives the last
+    tile's. Dense: zeros, no load."""
+    if VARLEN:
+        bh, pid_m = _tile_order(gl.minimum(tile, num_tiles - 1), num_m_blocks, batch_heads, seqlen_k, HEAD_DIM,
+                                CAUSAL)
+        b = bh // heads_q
+        q_prev, q_start, q_end = varlen_offsets(cu_seqlens_q, b)
+        k_prev, k_start, k_end = varlen_offsets(cu_seqlens_k, b)
+    else:
+        q_prev = tile * 0
+        q_start = q_prev
+        q_end = q_prev
+        k_prev = q_prev
+        k_start = q_prev
+        k_end = q_prev
+    return q_prev, q_start, q_end, k_prev, k_start, k_end
+
+
+@gluon.jit
+def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
+          offs, varlen, total_q, total_k,
+          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
+          VARLEN: gl.constexpr):
+    """Work item `tile` of the persistent schedule -> (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start,
+    lo_masked_end, full_end, n_end, and _sequence's bc, q_row, k_row, v_col, sq, sk, bad).
+
+    Full attention: query blocks fastest, so that the programs working at the same time share a head's K and V
+    in L2. Causal: heads in sections whose K and V fit CAUSAL_SECTION_BYTES, and within a section the query
+    blocks from the last (the longest rows) to the first, across the section's heads, so that long blocks
+    start first and short ones fill the tail. (Longest-first across all heads at once: -13% at S=8192, K and V
+    of 132 heads in flight; head by head: -30% at S=512, the tail unbalanced; docs/perf/NOTES.md.)
+    Varlen: the blocks of the longest sequence (seqlen_q) for every sequence; a block at or past its own sequence's
+    end (start_m >= sq) gets no key tiles (and stores nothing).
+    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included), per sequence. offs:
+    the varlen offsets of this tile's sequence (_tile_offsets)."""
+    bh, pid_m = _tile_order(tile, num_m_blocks, batch_heads, seqlen_k, HEAD_DIM, CAUSAL)
     b = bh // heads_q
     h = bh % heads_q
     start_m = pid_m * BLOCK_M
-    bc, q_row, k_row, v_col, sq, sk, bad = _sequence(b, seqlen_q, seqlen_k, cu_seqlens_q, cu_seqlens_k, varlen,
-                                                     total_q, total_k, VARLEN)
+    bc, q_row, k_row, v_col, sq, sk, bad = _sequence(b, seqlen_q, seqlen_k, offs, varlen, total_q, total_k, VARLEN)
     lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = key_range(start_m, sq, sk, window_left,
                                                                         window_right, BLOCK_M, BLOCK_N, CAUSAL)
     if VARLEN:
@@ -223,11 +255,17 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     batch_heads = batch * heads_q
     it = 0
     count = 0
-    for tile in range(gl.program_id(0), num_m_blocks * batch_heads, gl.num_programs(0)):
+    num_tiles = num_m_blocks * batch_heads
+    seq_next = _tile_offsets(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, seqlen_k,
+                             cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
+    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        seq_offs = seq_next
+        seq_next = _tile_offsets(tile + gl.num_programs(0), num_tiles, num_m_blocks, batch_heads, heads_q,
+                                 seqlen_k, cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
         (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-            cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+            seq_offs, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through.
         mbarrier.wait(q_empty, (count & 1) ^ 1)
@@ -508,11 +546,17 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
 
     it = 0  # ring slots consumed, across tiles (the producer counts the same way)
     count = 0  # tiles done
-    for tile in range(gl.program_id(0), num_m_blocks * batch_heads, gl.num_programs(0)):
+    num_tiles = num_m_blocks * batch_heads
+    seq_next = _tile_offsets(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, seqlen_k,
+                             cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
+    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        seq_offs = seq_next
+        seq_next = _tile_offsets(tile + gl.num_programs(0), num_tiles, num_m_blocks, batch_heads, heads_q,
+                                 seqlen_k, cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
         (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-            cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+            seq_offs, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
         qd_base = (q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
