@@ -137,9 +137,9 @@ def compile_instance(name, out_dir):
 
     if md.profile_scratch_size:
         raise RuntimeError(f"{name}: needs profile scratch ({md.profile_scratch_size} B); not supported")
-    if md.global_scratch_size and operation.NAME != "fmha_fwd":
-        # Only the attention launcher allocates a per-program scratch area (src/fmha/fmha_params.cpp); the other
-        # operations' launchers pass a null global_scratch.
+    if md.global_scratch_size and not (operation.NAME == "fmha_fwd" or getattr(config, "stage", "") == "decode"):
+        # Only the attention and the paged decode launchers allocate a per-program scratch area
+        # (src/fmha/fmha_params.cpp, src/paged/paged.cpp: decode_workspace); the others pass a null global_scratch.
         raise RuntimeError(f"{name}: needs {md.global_scratch_size} B of global scratch per program, which the "
                            f"{operation.NAME} launcher does not allocate")
     cubin_path = out_dir / f"{name}.cubin"

@@ -24,8 +24,8 @@
 #              paged decode kernel (32 x 32k), bench/ncu_targets.py: speed of light, pipe utilization (tensor,
 #              exponential), issue slots, warp stall reasons, memory throughput; clocks left alone (~2 min)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
-#              checked on the device) over every Gluon instance, built instrumented into build-consan and run
-#              through the GPU tests that force each instance by name (~3 min)
+#              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
+#              into build-consan and run through the GPU tests that force each instance by name (~4 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 # Instances outside the default set (codegen/manifest.py's extra set, e.g. the Gluon D=128 3-stage
 # ones) are built with a filter; '*' builds every instance, and the GPU tests then force each by name:
@@ -123,10 +123,11 @@ if step consan; then
   # FP8ATTN_CONSAN=1: codegen/aot_compile.py instruments the Gluon instances only (debug on, device asserts kept),
   # with a Triton cache of their own (the cache key does not include the instrumentation mode).
   if FP8ATTN_BUILD_DIR=build-consan FP8ATTN_CONSAN=1 \
-      scripts/build.sh -DFP8ATTN_BUILD_PYTHON=ON "-DFP8ATTN_KERNELS=gluon,quantize" > "$OUT/consan_build.log" 2>&1; then
+      scripts/build.sh -DFP8ATTN_BUILD_PYTHON=ON "-DFP8ATTN_KERNELS=gluon,quantize,paged" \
+      > "$OUT/consan_build.log" 2>&1; then
     PYTHONPATH=build-consan/python timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_fmha_fwd.py \
-      tests/gpu/test_window_softcap.py tests/gpu/test_int8_qk.py tests/gpu/test_varlen.py \
-      -k "gluon or every_instance or every_int8_instance" \
+      tests/gpu/test_window_softcap.py tests/gpu/test_int8_qk.py tests/gpu/test_varlen.py tests/gpu/test_paged.py \
+      -k "gluon or every_instance or every_int8_instance or each_decode_instance" \
       > "$OUT/consan.txt" 2>&1 || status=1
     tail -15 "$OUT/consan.txt"
     # The checker itself: the Gluon kernel intact (must pass) and with a wait removed (ConSan must stop it).

@@ -279,16 +279,42 @@ Status PagedDecode::can_implement(Arguments const& a) {
   return select(a, &instances);
 }
 
+namespace {
+
+/// The decode's workspace: the split-KV partials (none with one split: the decode writes O itself), O's then the
+/// (max, sum) pairs, and the per-program global scratch an instrumented build's decode asks for (ConSan's
+/// bookkeeping; 0 bytes in a normal build), sized for one program per work item (the grid is never larger).
+struct DecodeWorkspace {
+  size_t o_bytes = 0, ml_offset = 0, ml_bytes = 0, scratch_offset = 0, scratch_bytes = 0, total = 0;
+};
+
+DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance const& decode) {
+  auto align = [](size_t x) { return (x + 255) / 256 * 256; };
+  int const rows = config(decode).rows;
+  int64_t const splits = device::PagedDecode::splits_of(a);
+  int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, rows) * splits;
+  DecodeWorkspace w;
+  if (splits > 1) {
+    w.o_bytes = static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float);
+    w.ml_offset = align(w.o_bytes);
+    w.ml_bytes = static_cast<size_t>(programs) * rows * 2 * sizeof(float);
+    w.total = align(w.ml_offset + w.ml_bytes);
+  }
+  if (decode.global_scratch_bytes > 0) {
+    w.scratch_offset = w.total;
+    w.scratch_bytes = static_cast<size_t>(programs) * static_cast<size_t>(decode.global_scratch_bytes);
+    w.total = align(w.scratch_offset + w.scratch_bytes);
+  }
+  return w;
+}
+
+}  // namespace
+
 size_t PagedDecode::get_workspace_size(Arguments const& a) {
   if (!can_implement(a) || a.batch == 0) return 0;
   DecodeInstances instances;
   select(a, &instances);
-  int const rows = config(*instances.decode).rows;
-  int64_t const splits = splits_of(a);
-  if (splits == 1) return 0;
-  int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, rows) * splits;
-  size_t const o_bytes = static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float);
-  return (o_bytes + 255) / 256 * 256 + static_cast<size_t>(programs) * rows * 2 * sizeof(float);
+  return decode_workspace(a, *instances.decode).total;
 }
 
 Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle) {
@@ -302,10 +328,14 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     plan_ = std::move(plan);
     return Status::success();
   }
-  size_t const ws = get_workspace_size(a);
+  DecodeWorkspace const w = decode_workspace(a, *instances.decode);
+  size_t const ws = w.total;
   if (ws > 0 && !workspace) {
-    return Status(StatusCode::kErrorNullPointer, "workspace is null; the split-KV partials need " +
-                                                     std::to_string(ws) + " bytes (get_workspace_size)");
+    return Status(StatusCode::kErrorNullPointer,
+                  "workspace is null; this call needs " + std::to_string(ws) + " bytes (get_workspace_size) for " +
+                      (w.ml_bytes ? (w.scratch_bytes ? "the split-KV partials and the decode's global scratch"
+                                                     : "the split-KV partials")
+                                  : "the decode's global scratch"));
   }
   if (ws > 0) {
     if (Status s = check_aligned("workspace", workspace, 16); !s) return s;
@@ -320,8 +350,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   int64_t const pages = (planned_keys(a, block_n) + a.cache.page_size - 1) / a.cache.page_size;
   int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * chunks * splits;
   if (programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 decode programs");
-  auto* const partial_o = static_cast<char*>(workspace);
-  size_t const o_bytes = (static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float) + 255) / 256 * 256;
+  auto* const ws_bytes = static_cast<char*>(workspace);
   // Every split covers the same number of pages of the longest sequence; shorter sequences leave late splits empty.
   // A split starts on a whole iteration of the kernel's BLOCK_N keys (BLOCK_N / page pages when pages are small).
   int64_t const pages_per_iteration = std::max(1, block_n / a.cache.page_size);
@@ -329,8 +358,9 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   auto const pages_per_split =
       static_cast<int32_t>((per_split + pages_per_iteration - 1) / pages_per_iteration * pages_per_iteration);
   // The split-KV partials (the workspace), none with one split: the decode writes O itself.
-  void* const partial_o_arg = splits > 1 ? partial_o : nullptr;
-  void* const partial_ml = splits > 1 ? partial_o + o_bytes : nullptr;
+  void* const partial_o_arg = splits > 1 ? ws_bytes : nullptr;
+  void* const partial_ml = splits > 1 ? ws_bytes + w.ml_offset : nullptr;
+  void* const scratch = w.scratch_bytes > 0 ? ws_bytes + w.scratch_offset : nullptr;
   int64_t launch_programs = programs;
   if (is_gluon(*instances.decode)) {
     // The cache through two TMA descriptors: K pages as [num_pages * page, heads_kv * head_dim], V^T pages as
@@ -359,6 +389,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
       return s;
     }
     fill_decode_params(a, partial_o_arg, partial_ml, pages_per_split, splits, chunks, &p);
+    p.global_scratch = scratch;
     // Persistent: each program walks work items program_id, program_id + grid, ... with its K/V ring running on
     // from one item into the next; the grid is gluon_decode_grid's.
     p.num_items = static_cast<int32_t>(programs);
@@ -371,6 +402,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     p.KPages = a.cache.k_pages;
     p.VPages = a.cache.v_pages;
     fill_decode_params(a, partial_o_arg, partial_ml, pages_per_split, splits, chunks, &p);
+    p.global_scratch = scratch;
     p.pack(plan->decode_params);
   }
   plan->decode_launch = runtime::LaunchConfig::for_instance(*instances.decode, static_cast<unsigned>(launch_programs));
