@@ -13,7 +13,8 @@
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
 #   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
 #   decodesweep bench/sweep_decode.py: the decode kernel's settings through the JIT on bench_decode's cases
-#              (DECODE_VARIANTS overrides the list; the default: the library's setting against pipeline depth 7),
+#              (DECODE_VARIANTS overrides the list; the default: the library's Gluon decode, two programs per SM
+#              as gluon_decode_grid picks for these cases, against PREFETCH_ITEM),
 #              under a minute; needs no build
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
@@ -73,7 +74,8 @@ if step sweep; then
   tail -50 "$OUT/sweep.txt"
 fi
 if step decodesweep; then
-  variants=${DECODE_VARIANTS:-"lib=BLOCK_N=128 s7=BLOCK_N=128,stages=7"}
+  g=gluon=1,ROWS=8,BLOCK_N=64,stages=4,maxnreg=80,per_sm=2
+  variants=${DECODE_VARIANTS:-"lib=$g prefetch=$g,PREFETCH_ITEM=1"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   timeout 300 python3 bench/sweep_decode.py "${args[@]}" --cases b32_s32k,b8_s128k,b128_s4k,b1_s128k,b32_s32k_page16 \

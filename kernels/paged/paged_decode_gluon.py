@@ -1,8 +1,8 @@
 """Decode attention over the paged FP8 KV cache in Gluon: whole page slices loaded by TMA from a producer warp.
 
-The same computation, arguments and numerics as paged_decode_triton.paged_decode_kernel (one program per
-(sequence, kv head, chunk of ROWS query rows, split of the keys); the same partial output for the same combine
-kernel), with the loads taken off the MMA warps. In the Triton kernel every thread computes the addresses of its
+The same computation and numerics as paged_decode_triton.paged_decode_kernel (its programs, one per (sequence,
+kv head, chunk of ROWS query rows, split of the keys), are the work items here; the same partial output for the
+same combine kernel), with the loads taken off the MMA warps. In the Triton kernel every thread computes the addresses of its
 part of each K and V tile and issues cp.async itself: 255 registers, two CTAs per SM, and the H200 profile shows
 the loads issued late (DRAM 77%, 0.56 eligible warps per scheduler). Here:
 
@@ -12,14 +12,14 @@ the loads issued late (DRAM 77%, 0.56 eligible warps per scheduler). Here:
                is loaded from a coordinate past the cache's end: TMA fills zeros (and counts the bytes).
     consumer   the default partition, one warpgroup: keys on the MMA's M dimension, the query rows on N (ROWS,
                padded to 8 or more), as the Triton kernel: S^T = K Q^T (K from shared memory, Q^T as two e4m3
-               terms held in shared memory for the whole program), the online softmax over the keys, P^T (two
+               terms held in shared memory for the whole item), the online softmax over the keys, P^T (two
                e4m3 terms, times each key's v descale relative to the tile's largest) written to shared memory,
                O^T += V^T P^T. S^T of the next stage is issued as soon as P.V is, so it runs under P.V.
 
 Persistent: the work items are the Triton kernel's programs (num_items of them); each program walks items
 program_id, program_id + num_programs, ... and both partitions count ring iterations across items, so the
 producer loads the next item's first pages while the consumer finishes the current one (its last blocks, O's
-store, the next Q's load). The host launches as many programs as fit on the GPU at once.
+store, the next Q's load). The host launches 2 or 3 programs per SM (src/paged/paged.cpp: gluon_decode_grid).
 
 Tail: the block that reaches past the split's (or sequence's) end masks its scores; its V^T columns past the end
 are zeroed in shared memory before P.V (P is 0 there, but a free slot poisoned with NaN times 0 is NaN).
@@ -88,7 +88,12 @@ def _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE: gl.con
 
 @gluon.jit
 def _seqlen(Seqlens, b, max_pages, PAGE: gl.constexpr):
-    seqlen = gl.load(Seqlens + b)
+    return _checked_seqlen(gl.load(Seqlens + b), max_pages, PAGE)
+
+
+@gluon.jit
+def _checked_seqlen(seqlen, max_pages, PAGE: gl.constexpr):
+    """A sequence's length clamped to what its table holds, and whether it had to be (bad: NaN rows)."""
     bad = (seqlen < 0) | (seqlen > max_pages * PAGE)
     return gl.minimum(gl.maximum(seqlen, 0), max_pages * PAGE), bad
 
@@ -240,34 +245,67 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
 
 
 @gluon.jit
+def _item_q(Q, Seqlens, w, num_items, q_len, heads_q, heads_kv, num_splits, row_chunks, stride_qb, stride_qs,
+            stride_qh, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr):
+    """Work item w's query rows as loaded (bf16, [ROWS, HEAD_DIM], rows past the chunk's 0) and its sequence's
+    length, unchecked; nothing is loaded for w >= num_items (PREFETCH_ITEM loads them an item ahead)."""
+    q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
+    live = w < num_items
+    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv)
+    group = heads_q // heads_kv
+    offs_rq = chunk * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_layout))
+    offs_dq = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_layout))
+    tok_q = offs_rq // group
+    head_q = hk * group + offs_rq % group
+    q = gl.load(Q + b.to(gl.int64) * stride_qb + tok_q[:, None].to(gl.int64) * stride_qs +
+                head_q[:, None].to(gl.int64) * stride_qh + offs_dq[None, :],
+                mask=((offs_rq < q_len * group) & live)[:, None], other=0.0)
+    return q, gl.load(Seqlens + b, mask=live, other=0)
+
+
+@gluon.jit
 def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready, empty,
               Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
               softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits, row_chunks,
               stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
               descale_stride_page, descale_stride_head, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-              NUM_STAGES: gl.constexpr):
+              NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr):
     it = 0  # ring iterations consumed so far, across work items (the producer's count)
+    if PREFETCH_ITEM:
+        q_next, seqlen_next = _item_q(Q, Seqlens, gl.program_id(0), num_items, q_len, heads_q, heads_kv, num_splits,
+                                      row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS)
     for w in range(gl.program_id(0), num_items, gl.num_programs(0)):
-        it = _consume_item(w, it, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready, empty,
-                           Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+        if PREFETCH_ITEM:
+            # The next item's Q and length, loaded now and used an item later (their load latency at each
+            # item's start is otherwise the consumer's).
+            q_pre = q_next
+            seqlen_pre = seqlen_next
+            q_next, seqlen_next = _item_q(Q, Seqlens, w + gl.num_programs(0), num_items, q_len, heads_q, heads_kv,
+                                          num_splits, row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS)
+        else:
+            q_pre = 0
+            seqlen_pre = 0
+        it = _consume_item(w, it, q_pre, seqlen_pre, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem,
+                           ready, empty, Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
                            softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split,
                            num_splits, row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
                            descale_stride_page, descale_stride_head, window_left,
-                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES)
+                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM)
 
 
 @gluon.jit
-def _consume_item(w, it, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready, empty,
-                  Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+def _consume_item(w, it, q_pre, seqlen_pre, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
+                  empty, Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
                   softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
                   row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
                   descale_stride_page, descale_stride_head, window_left,
                   HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-                  NUM_STAGES: gl.constexpr):
+                  NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr):
     """One work item (the Triton kernel's program w), its blocks at ring iterations it, it + 1, ...; returns the
     ring iteration after its last block. Every MMA of the previous item has been waited for, so Q's and P's
-    shared memory are free to overwrite."""
+    shared memory are free to overwrite. PREFETCH_ITEM: the item's Q and length come loaded (q_pre,
+    seqlen_pre: _item_q's), else they are loaded here."""
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     # S^T [BLOCK_N, ROWS] and O^T [HEAD_DIM, ROWS] share one accumulator layout: keys (or head dims) over the
     # warps' rows, query rows over N.
@@ -275,20 +313,15 @@ def _consume_item(w, it, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_s
                                                          instr_shape=[16, ROWS, 32])
     key_l: gl.constexpr = gl.SliceLayout(1, acc_layout)
     row_l: gl.constexpr = gl.SliceLayout(0, acc_layout)
-    q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
 
     b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv)
     group = heads_q // heads_kv
-    seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
-
+    if not PREFETCH_ITEM:
+        q_pre, seqlen_pre = _item_q(Q, Seqlens, w, w + 1, q_len, heads_q, heads_kv, num_splits, row_chunks,
+                                    stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS)
+    seqlen, bad = _checked_seqlen(seqlen_pre, max_pages, PAGE)
     # Q: each row scaled to e4m3's range by its own factor, as two e4m3 terms (the Triton kernel's).
-    offs_rq = chunk * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_layout))
-    offs_dq = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_layout))
-    tok_q = offs_rq // group
-    head_q = hk * group + offs_rq % group
-    q = gl.load(Q + b.to(gl.int64) * stride_qb + tok_q[:, None].to(gl.int64) * stride_qs +
-                head_q[:, None].to(gl.int64) * stride_qh + offs_dq[None, :],
-                mask=(offs_rq < q_len * group)[:, None], other=0.0).to(gl.float32)
+    q = q_pre.to(gl.float32)
     q_amax = gl.max(gl.abs(q), 1)
     q_scale = gl.where(q_amax > 0, E4M3_MAX / gl.maximum(q_amax, 1e-30), 1.0)
     q_hi, q_lo = _two_e4m3_terms(q * q_scale[:, None])
@@ -377,11 +410,11 @@ def paged_decode_gluon_kernel(
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
     descale_stride_page, descale_stride_head, window_left, softcap, num_items,
     HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-    NUM_STAGES: gl.constexpr,
+    NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr = False,
 ):
-    """paged_decode_triton.paged_decode_kernel's program, arguments and outputs, with the cache read through
-    k_desc / vt_desc (module docstring). No soft-capping: `softcap` is in the list only so that both kernels take
-    the same arguments (the host runs soft-capped calls on the Triton kernel)."""
+    """paged_decode_triton.paged_decode_kernel's arguments and outputs, with the cache read through k_desc / vt_desc
+    and its programs walked as num_items work items (module docstring). No soft-capping: `softcap` is in the list
+    only so that both kernels share their arguments (the host runs soft-capped calls on the Triton kernel)."""
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
     gl.static_assert(ROWS % 8 == 0 and ROWS <= 64, "ROWS: a multiple of 8 up to 64 (the MMA's N)")
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
@@ -410,7 +443,7 @@ def paged_decode_gluon_kernel(
                      softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
                      row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
                      descale_stride_page, descale_stride_head, window_left, num_items,
-                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES)),
+                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM)),
         (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
                      num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
                      HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES)),

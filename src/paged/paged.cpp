@@ -195,15 +195,16 @@ constexpr int kMaxBlockN = 256;
 /// The Gluon decode's persistent grid for `items` work items: 2 or up to as many programs per SM as its shared
 /// memory holds (its register cap was derived from that count), whichever leaves the fewest idle slots in the
 /// last round (items / (rounds * programs per SM * SMs) the largest; a tie to the most programs). One program per
-/// SM is never chosen: one consumer's chain per stage cannot keep the HBM busy (3.48-3.93 TB/s, docs/perf/NOTES.md).
+/// SM only when no more fit: one consumer's chain per stage cannot keep the HBM busy (3.48-3.93 TB/s,
+/// docs/perf/NOTES.md).
 /// H200, 64 keys x 4 stages (80 registers, three per SM fit), same call: batch 128 at 4k (1024 items) 4.07 TB/s
 /// with two per SM (four rounds, 97% of the slots busy), 3.72 with three (three rounds, 86%); the other cases
 /// within the run's spread.
 int64_t gluon_decode_grid(int64_t items, KernelInstance const& decode, int sms) {
-  int64_t const fit = std::max<int64_t>(2, kSharedPerSm / (int64_t{decode.shared_bytes} + kSharedReservedPerCta));
+  int64_t const fit = std::max<int64_t>(1, kSharedPerSm / (int64_t{decode.shared_bytes} + kSharedReservedPerCta));
   int64_t best = 0;
   double best_busy = -1.0;
-  for (int64_t per_sm = fit; per_sm >= 2; --per_sm) {
+  for (int64_t per_sm = fit; per_sm >= std::min<int64_t>(2, fit); --per_sm) {
     int64_t const slots = per_sm * sms;
     int64_t const rounds = (items + slots - 1) / slots;
     double const busy = static_cast<double>(items) / static_cast<double>(rounds * slots);
@@ -338,7 +339,9 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
                                   : "the decode's global scratch"));
   }
   if (ws > 0) {
-    if (Status s = check_aligned("workspace", workspace, 16); !s) return s;
+    // The scratch starts on a 256-byte offset; its kernel may ask more of the base than the partials' 16 bytes.
+    uintptr_t const align = w.scratch_bytes ? std::max<uintptr_t>(16, instances.decode->global_scratch_align) : 16;
+    if (Status s = check_aligned("workspace", workspace, align); !s) return s;
   }
   fp8attn::detail::CudaDriver const* driver = nullptr;
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;

@@ -110,8 +110,8 @@ def reference(q, kv, seqlens, scale, window_left=-1, softcap=0.0):
     # More splits than the combine reads in one load (64), the last ones empty.
     dict(seqlens=[5000, 70], heads_q=32, heads_kv=8, q_len=1, per_page=True, splits=80),
     dict(seqlens=[700, 2000], heads_q=32, heads_kv=8, q_len=96, per_page=True, splits=0),  # chunked prefill
-    # 512 work items, more than the GPU holds programs of the Gluon decode (3 per SM): a program walks several
-    # items of different lengths, its ring running from one into the next.
+    # 512 work items, more than the Gluon decode launches programs (2 per SM here): a program walks several items
+    # of different lengths, its ring running from one into the next.
     dict(seqlens=[(i * 677) % 1500 + 1 for i in range(64)], heads_q=32, heads_kv=8, q_len=1, per_page=True,
          splits=1),
 ], ids=["gqa-ragged", "spec4-static", "mqa-spec8", "gqa3", "splits80", "chunk96", "items512"])

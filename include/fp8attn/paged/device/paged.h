@@ -73,7 +73,8 @@ class PagedDecode {
  public:
   using Arguments = PagedDecodeArguments;
   static Status can_implement(Arguments const& args);
-  /// Bytes of the split-KV partials (0 with one split).
+  /// Bytes of the split-KV partials (0 with one split), plus, in a build whose decode is instrumented by Triton's
+  /// concurrency sanitizer, that decode's per-program global scratch.
   static size_t get_workspace_size(Arguments const& args);
   /// The splits the arguments get (num_splits, or the automatic choice).
   static int splits_of(Arguments const& args);
