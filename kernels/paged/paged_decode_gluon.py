@@ -19,7 +19,7 @@ the loads issued late (DRAM 77%, 0.56 eligible warps per scheduler). Here:
 Persistent: the work items are the Triton kernel's programs (num_items of them); each program walks items
 program_id, program_id + num_programs, ... and both partitions count ring iterations across items, so the
 producer loads the next item's first pages while the consumer finishes the current one (its last blocks, O's
-store, the next Q's load). The host launches 2 or 3 programs per SM (src/paged/paged.cpp: gluon_decode_grid).
+store, the next Q's load). The host launches 2 or 3 programs per SM (src/paged/decode_grid.h).
 
 Tail: the block that reaches past the split's (or sequence's) end masks its scores; its V^T columns past the end
 are zeroed in shared memory before P.V (P is 0 there, but a free slot poisoned with NaN times 0 is NaN).

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "generated/kernel_params.h"
+#include "paged/decode_grid.h"
 #include "paged/paged_kernel_config.h"
 #include "runtime/argument_checks.h"
 #include "runtime/cuda_driver.h"
@@ -34,9 +35,6 @@ using fmha::TensorRef;
 /// programs, 1.78). The split count changes speed and the order of the final sums, nothing else.
 constexpr int64_t kSplitBelowPrograms = 132;
 constexpr int64_t kTargetPrograms = 264;
-/// Hopper's shared memory per SM for CTAs and what the system keeps per CTA (codegen/operations/paged.py derives
-/// the Gluon decode's register cap from the same numbers).
-constexpr int64_t kSharedPerSm = 233472, kSharedReservedPerCta = 1024;
 /// A split reads at least this many pages (fewer makes the combine cost more than the split saves).
 constexpr int64_t kMinPagesPerSplit = 4;
 /// New tokens per sequence: 1-8 is decode (speculative tokens); more is chunked prefill (a chunk of new queries
@@ -191,30 +189,6 @@ int64_t planned_keys(PagedDecodeArguments const& a, int block_n) {
 
 /// No compiled decode iteration is longer than this (splits_of plans before an instance is chosen).
 constexpr int kMaxBlockN = 256;
-
-/// The Gluon decode's persistent grid for `items` work items: 2 or up to as many programs per SM as its shared
-/// memory holds (its register cap was derived from that count), whichever leaves the fewest idle slots in the
-/// last round (items / (rounds * programs per SM * SMs) the largest; a tie to the most programs). One program per
-/// SM only when no more fit: one consumer's chain per stage cannot keep the HBM busy (3.48-3.93 TB/s,
-/// docs/perf/NOTES.md).
-/// H200, 64 keys x 4 stages (80 registers, three per SM fit), same call: batch 128 at 4k (1024 items) 4.07 TB/s
-/// with two per SM (four rounds, 97% of the slots busy), 3.72 with three (three rounds, 86%); the other cases
-/// within the run's spread.
-int64_t gluon_decode_grid(int64_t items, KernelInstance const& decode, int sms) {
-  int64_t const fit = std::max<int64_t>(1, kSharedPerSm / (int64_t{decode.shared_bytes} + kSharedReservedPerCta));
-  int64_t best = 0;
-  double best_busy = -1.0;
-  for (int64_t per_sm = fit; per_sm >= std::min<int64_t>(2, fit); --per_sm) {
-    int64_t const slots = per_sm * sms;
-    int64_t const rounds = (items + slots - 1) / slots;
-    double const busy = static_cast<double>(items) / static_cast<double>(rounds * slots);
-    if (busy > best_busy + 1e-9) {
-      best = per_sm;
-      best_busy = busy;
-    }
-  }
-  return std::min<int64_t>(items, best * sms);
-}
 
 /// The decode parameters both kernels share (the Triton and the Gluon decode take the same arguments after their
 /// cache operands).
@@ -398,7 +372,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     p.num_items = static_cast<int32_t>(programs);
     int sms = 0;
     if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
-    launch_programs = gluon_decode_grid(programs, *instances.decode, sms);
+    launch_programs = detail::gluon_decode_grid(programs, instances.decode->shared_bytes, sms);
     p.pack(plan->decode_params);
   } else {
     generated::PagedDecodeTritonParams p;

@@ -1,0 +1,37 @@
+#pragma once
+// The Gluon paged decode's persistent grid (src/paged/paged.cpp), in a header of its own so that a CPU test can
+// check the choice (tests/cpu/test_paged_decode_grid.cpp). Internal.
+
+#include <algorithm>
+#include <cstdint>
+
+namespace fp8attn::paged::detail {
+
+/// Hopper's shared memory per SM for CTAs and what the system keeps per CTA (codegen/operations/paged.py derives
+/// the Gluon decode's register cap from the same numbers).
+constexpr int64_t kSharedPerSm = 233472, kSharedReservedPerCta = 1024;
+
+/// Programs to launch for `items` work items of a decode instance with `shared_bytes` of shared memory per CTA:
+/// 2 or up to as many programs per SM as its shared memory holds (its register cap was derived from that count),
+/// whichever leaves the fewest idle slots over the rounds (items / (rounds * programs per SM * SMs) the largest; a
+/// tie to the most programs). One program per SM only when no more fit: one consumer's chain per stage cannot keep
+/// the HBM busy (3.48-3.93 TB/s, docs/perf/NOTES.md). H200, 64 keys x 4 stages (80 registers, three per SM fit),
+/// same call: batch 128 at 4k (1024 items) 4.07 TB/s with two per SM (four rounds, 97% of the slots busy), 3.72
+/// with three (three rounds, 86%); the other cases within the run's spread.
+inline int64_t gluon_decode_grid(int64_t items, int64_t shared_bytes, int sms) {
+  int64_t const fit = std::max<int64_t>(1, kSharedPerSm / (shared_bytes + kSharedReservedPerCta));
+  int64_t best = 0;
+  double best_busy = -1.0;
+  for (int64_t per_sm = fit; per_sm >= std::min<int64_t>(2, fit); --per_sm) {
+    int64_t const slots = per_sm * sms;
+    int64_t const rounds = (items + slots - 1) / slots;
+    double const busy = static_cast<double>(items) / static_cast<double>(rounds * slots);
+    if (busy > best_busy + 1e-9) {
+      best = per_sm;
+      best_busy = busy;
+    }
+  }
+  return std::min<int64_t>(items, best * sms);
+}
+
+}  // namespace fp8attn::paged::detail

@@ -1,0 +1,52 @@
+// The Gluon paged decode's persistent grid (src/paged/decode_grid.h): the per-SM count that leaves the fewest slots
+// idle over the rounds of work items, a tie to the most programs, never more programs than items, one per SM only
+// when no more fit.
+
+#include <cstdint>
+#include <string>
+
+#include "check.h"
+#include "paged/decode_grid.h"
+
+using fp8attn::paged::detail::gluon_decode_grid;
+
+namespace {
+
+constexpr int kSms = 132;            // H100 SXM / H200
+constexpr int64_t kThreeFit = 68932;  // the library's 64 keys x 4 stages instance: three CTAs per SM
+constexpr int64_t kFourFit = 52540;   // 64 keys x 3 stages: four
+constexpr int64_t kOneFits = 120000;  // more than half of the SM's shared memory
+
+void expect(int64_t items, int64_t shared, int64_t want, char const* why) {
+  int64_t const got = gluon_decode_grid(items, shared, kSms);
+  CHECK(got == want, std::string(why) + ": " + std::to_string(items) + " items, " + std::to_string(shared) +
+                         " B shared -> " + std::to_string(got) + " programs, expected " + std::to_string(want));
+}
+
+}  // namespace
+
+int main() {
+  // Batch 128 at 4k, GQA 32/8: four rounds of 264 (97% busy) rather than three of 396 (86%).
+  expect(1024, kThreeFit, 264, "(128, 4k)");
+  expect(512, kThreeFit, 264, "(32, 32k), 2 splits");
+  expect(2000, kThreeFit, 264, "eight rounds of 264 (95%) over six of 396 (84%)");
+  // 780 items fill two rounds of 396 and three of 264 alike (98.5%): the tie goes to more programs per SM.
+  expect(780, kThreeFit, 396, "tie");
+  // Fewer items than either count of slots: one program per item.
+  expect(256, kThreeFit, 256, "(8, 128k), 4 splits");
+  expect(100, kThreeFit, 100, "a small batch");
+  expect(1, kThreeFit, 1, "one item");
+  // Four fit: 1024 items in two rounds of 528 (97%) ties with four of 264; the tie goes to four per SM.
+  expect(1024, kFourFit, 528, "four per SM");
+  // 1200 items: three rounds of 528 or four of 396 (76% busy either way), five of 264 (91%).
+  expect(1200, kFourFit, 264, "two per SM although four fit");
+  // Only one CTA fits: one program per SM, never more than can be resident.
+  expect(5000, kOneFits, kSms, "one fits");
+  for (int64_t items = 1; items <= 5000; items += 37) {
+    for (int64_t shared : {kThreeFit, kFourFit, kOneFits}) {
+      int64_t const got = gluon_decode_grid(items, shared, kSms);
+      CHECK(got >= 1 && got <= items && got <= 4 * kSms, std::to_string(items) + " items: " + std::to_string(got));
+    }
+  }
+  return fp8attn_test::finish("test_paged_decode_grid");
+}
