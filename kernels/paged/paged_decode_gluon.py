@@ -279,33 +279,31 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
         if PREFETCH_ITEM:
             # The next item's Q and length, loaded now and used an item later (their load latency at each
             # item's start is otherwise the consumer's).
-            q_pre = q_next
-            seqlen_pre = seqlen_next
+            q, seqlen = q_next, seqlen_next
             q_next, seqlen_next = _item_q(Q, Seqlens, w + gl.num_programs(0), num_items, q_len, heads_q, heads_kv,
                                           num_splits, row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS)
         else:
-            q_pre = 0
-            seqlen_pre = 0
-        it = _consume_item(w, it, q_pre, seqlen_pre, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem,
-                           ready, empty, Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+            q, seqlen = _item_q(Q, Seqlens, w, w + 1, q_len, heads_q, heads_kv, num_splits, row_chunks, stride_qb,
+                                stride_qs, stride_qh, HEAD_DIM, ROWS)
+        it = _consume_item(w, it, q, seqlen, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
+                           empty, KDescale, VDescale, BlockTable, O, PartialO, PartialML,
                            softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split,
-                           num_splits, row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
+                           num_splits, row_chunks, stride_ob, stride_os, stride_oh,
                            descale_stride_page, descale_stride_head, window_left,
-                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM)
+                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES)
 
 
 @gluon.jit
-def _consume_item(w, it, q_pre, seqlen_pre, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
-                  empty, Q, KDescale, VDescale, BlockTable, Seqlens, O, PartialO, PartialML,
+def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
+                  empty, KDescale, VDescale, BlockTable, O, PartialO, PartialML,
                   softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
-                  row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
+                  row_chunks, stride_ob, stride_os, stride_oh,
                   descale_stride_page, descale_stride_head, window_left,
                   HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-                  NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr):
+                  NUM_STAGES: gl.constexpr):
     """One work item (the Triton kernel's program w), its blocks at ring iterations it, it + 1, ...; returns the
-    ring iteration after its last block. Every MMA of the previous item has been waited for, so Q's and P's
-    shared memory are free to overwrite. PREFETCH_ITEM: the item's Q and length come loaded (q_pre,
-    seqlen_pre: _item_q's), else they are loaded here."""
+    ring iteration after its last block. q_rows, seqlen_raw: its Q rows and sequence length as loaded (_item_q).
+    Every MMA of the previous item has been waited for, so Q's and P's shared memory are free to overwrite."""
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     # S^T [BLOCK_N, ROWS] and O^T [HEAD_DIM, ROWS] share one accumulator layout: keys (or head dims) over the
     # warps' rows, query rows over N.
@@ -316,12 +314,9 @@ def _consume_item(w, it, q_pre, seqlen_pre, k_bufs, v_bufs, q_hi_smem, q_lo_smem
 
     b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv)
     group = heads_q // heads_kv
-    if not PREFETCH_ITEM:
-        q_pre, seqlen_pre = _item_q(Q, Seqlens, w, w + 1, q_len, heads_q, heads_kv, num_splits, row_chunks,
-                                    stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS)
-    seqlen, bad = _checked_seqlen(seqlen_pre, max_pages, PAGE)
+    seqlen, bad = _checked_seqlen(seqlen_raw, max_pages, PAGE)
     # Q: each row scaled to e4m3's range by its own factor, as two e4m3 terms (the Triton kernel's).
-    q = q_pre.to(gl.float32)
+    q = q_rows.to(gl.float32)
     q_amax = gl.max(gl.abs(q), 1)
     q_scale = gl.where(q_amax > 0, E4M3_MAX / gl.maximum(q_amax, 1e-30), 1.0)
     q_hi, q_lo = _two_e4m3_terms(q * q_scale[:, None])

@@ -193,8 +193,8 @@ constexpr int kMaxBlockN = 256;
 /// The decode parameters both kernels share (the Triton and the Gluon decode take the same arguments after their
 /// cache operands).
 template <class Params>
-void fill_decode_params(PagedDecodeArguments const& a, void* partial_o, void* partial_ml, int32_t pages_per_split,
-                        int splits, int64_t chunks, Params* p) {
+void fill_decode_params(PagedDecodeArguments const& a, void* partial_o, void* partial_ml, void* scratch,
+                        int32_t pages_per_split, int splits, int64_t chunks, Params* p) {
   p->Q = a.q.ptr;
   p->KDescale = a.cache.k_descale;
   p->VDescale = a.cache.v_descale;
@@ -203,6 +203,7 @@ void fill_decode_params(PagedDecodeArguments const& a, void* partial_o, void* pa
   p->O = a.o.ptr;
   p->PartialO = partial_o;
   p->PartialML = partial_ml;
+  p->global_scratch = scratch;
   p->softmax_scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(a.cache.head_dim));
   p->q_len = a.q_len;
   p->heads_q = a.heads_q;
@@ -260,7 +261,7 @@ namespace {
 /// (max, sum) pairs, and the per-program global scratch an instrumented build's decode asks for (ConSan's
 /// bookkeeping; 0 bytes in a normal build), sized for one program per work item (the grid is never larger).
 struct DecodeWorkspace {
-  size_t o_bytes = 0, ml_offset = 0, ml_bytes = 0, scratch_offset = 0, scratch_bytes = 0, total = 0;
+  size_t ml_offset = 0, ml_bytes = 0, scratch_offset = 0, scratch_bytes = 0, total = 0;
 };
 
 DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance const& decode) {
@@ -270,8 +271,7 @@ DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance c
   int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, rows) * splits;
   DecodeWorkspace w;
   if (splits > 1) {
-    w.o_bytes = static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float);
-    w.ml_offset = align(w.o_bytes);
+    w.ml_offset = align(static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float));
     w.ml_bytes = static_cast<size_t>(programs) * rows * 2 * sizeof(float);
     w.total = align(w.ml_offset + w.ml_bytes);
   }
@@ -365,8 +365,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
         !s) {
       return s;
     }
-    fill_decode_params(a, partial_o_arg, partial_ml, pages_per_split, splits, chunks, &p);
-    p.global_scratch = scratch;
+    fill_decode_params(a, partial_o_arg, partial_ml, scratch, pages_per_split, splits, chunks, &p);
     // Persistent: each program walks work items program_id, program_id + grid, ... with its K/V ring running on
     // from one item into the next; the grid is gluon_decode_grid's.
     p.num_items = static_cast<int32_t>(programs);
@@ -378,8 +377,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     generated::PagedDecodeTritonParams p;
     p.KPages = a.cache.k_pages;
     p.VPages = a.cache.v_pages;
-    fill_decode_params(a, partial_o_arg, partial_ml, pages_per_split, splits, chunks, &p);
-    p.global_scratch = scratch;
+    fill_decode_params(a, partial_o_arg, partial_ml, scratch, pages_per_split, splits, chunks, &p);
     p.pack(plan->decode_params);
   }
   plan->decode_launch = runtime::LaunchConfig::for_instance(*instances.decode, static_cast<unsigned>(launch_programs));
