@@ -258,6 +258,16 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     num_tiles = num_m_blocks * batch_heads
     seq_next = _tile_offsets(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, seqlen_k,
                              cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
+    if VARLEN and V_NATURAL:
+        # BF16 varlen: the V descriptor of the sequence (v_seq_b) the last tile read, kept while the next tiles
+        # read the same sequence; remade (and so waited for: _sequence_v) only when the sequence changes (the
+        # causal schedule's consecutive tiles of a program change sequence about every 8th tile at 32 x 1024).
+        (b0, h0, hkv0, bh0, sm0, lo0, hi0, ns0, lme0, fe0, ne0, bc0, qr0, k_row0, vc0, sq0, sk0, bad0) = _tile(
+            gl.program_id(0), num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left,
+            window_right, seq_next, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+        v_seq = _sequence_v(V, stride_vs, stride_vh, k_row0, sk0, heads_q // group_size, v_ready, 0,
+                            vt_desc, HEAD_DIM, BLOCK_N, NUM_STAGES)
+        v_seq_b = b0
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         seq_offs = seq_next
         seq_next = _tile_offsets(tile + gl.num_programs(0), num_tiles, num_m_blocks, batch_heads, heads_q,
@@ -274,8 +284,10 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
         if VARLEN and V_NATURAL:
             # After the Q load, so that its wait for the previous tile's last V loads does not hold back the next
             # block's Q (with the wait first: 0.90x of the dense call at S=1024 causal, H200 2026-12-02).
-            v_seq = _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_q // group_size, v_ready, it,
-                                vt_desc, HEAD_DIM, BLOCK_N, NUM_STAGES)
+            if b != v_seq_b:
+                v_seq = _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_q // group_size, v_ready, it,
+                                    vt_desc, HEAD_DIM, BLOCK_N, NUM_STAGES)
+                v_seq_b = b
         for start_n in range(n_start, n_end, BLOCK_N):
             s = it % NUM_STAGES
             phase = (it // NUM_STAGES) & 1
