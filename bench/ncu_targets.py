@@ -4,6 +4,9 @@ say what bounds a kernel (tensor / exponential / issue / memory), which a timing
     prefill   the FP8 attention call of the suite's D=128 S=8192 causal point (B=4, H=32), V^T given in the
               key-permuted order, so only the attention kernel runs (the library's pick, Gluon today)
     decode    paged FP8 decode, bench_decode.py's (32, 32k) case (GQA 32/8, D=128, pages of 64)
+    varlen_dense / varlen_packed
+              bench_varlen.py's e4m3 32 x 1024 causal point (D=128, H=32), the dense call and the packed one: each
+              call launches the V transpose and the attention kernel (the pair where varlen trails dense most)
 
     ncu --clock-control none --kernel-name regex:"fmha_fwd|paged_decode" --launch-skip 3 --launch-count 1 \\
         python3 bench/ncu_targets.py prefill
@@ -51,8 +54,35 @@ def decode():
     torch.cuda.synchronize()
 
 
+def _varlen_point(packed):
+    import torch
+
+    import fp8attn
+
+    b, s, h, d = 32, 1024, 32, 128
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    (q, qd), (k, kd), (v, vd) = (fp8attn.quantize(torch.randn((b, s, h, d), generator=gen, device="cuda")
+                                                  .to(torch.bfloat16)) for _ in range(3))
+    cu = torch.arange(0, b + 1, dtype=torch.int32, device="cuda") * s
+    for _ in range(LAUNCHES):
+        if packed:
+            fp8attn.fmha_fwd_varlen(*(t.reshape(b * s, h, d) for t in (q, k, v)), cu, cu, s, s, causal=True,
+                                    q_descale=qd, k_descale=kd, v_descale=vd)
+        else:
+            fp8attn.fmha_fwd(q, k, v, causal=True, q_descale=qd, k_descale=kd, v_descale=vd)
+    torch.cuda.synchronize()
+
+
+def varlen_dense():
+    _varlen_point(False)
+
+
+def varlen_packed():
+    _varlen_point(True)
+
+
 if __name__ == "__main__":
-    targets = {"prefill": prefill, "decode": decode}
+    targets = {"prefill": prefill, "decode": decode, "varlen_dense": varlen_dense, "varlen_packed": varlen_packed}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:
         sys.exit(f"usage: ncu_targets.py {{{','.join(targets)}}}")
     targets[sys.argv[1]]()

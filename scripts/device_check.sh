@@ -22,7 +22,8 @@
 #              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
 #              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
 #   ncu        Nsight Compute on one launch each of the prefill attention kernel (D=128 S=8192 causal) and the
-#              paged decode kernel (32 x 32k), bench/ncu_targets.py: speed of light, pipe utilization (tensor,
+#              paged decode kernel (32 x 32k), bench/ncu_targets.py (NCU_TARGETS overrides the list: its
+#              varlen_dense / varlen_packed profile a call's V transpose and attention kernel): speed of light, pipe utilization (tensor,
 #              exponential), issue slots, warp stall reasons, memory throughput; clocks left alone (~2 min)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
@@ -93,12 +94,18 @@ if step candidates; then
 fi
 if step ncu; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  for target in prefill decode; do
-    PYTHONPATH=build/python timeout 300 "$NCU" --clock-control none --kernel-name regex:"fmha_fwd|paged_decode" \
-      --launch-skip 3 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+  # NCU_TARGETS: bench/ncu_targets.py's targets (default prefill decode); the varlen pair profiles both kernels of
+  # one call (the V transpose and the attention kernel).
+  for target in ${NCU_TARGETS:-prefill decode}; do
+    skip=3 count=1
+    [[ $target == varlen_* ]] && skip=6 count=2
+    PYTHONPATH=build/python timeout 300 "$NCU" --clock-control none \
+      --kernel-name regex:"fmha_fwd|paged_decode|transpose_v" \
+      --launch-skip $skip --launch-count $count --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section Occupancy \
       python3 bench/ncu_targets.py $target > "$OUT/ncu_$target.txt" 2>&1 || status=1
-    grep -E "kernel:|Duration|Throughput|Issue Slots|Issued Warp|Stall|Pipe|Eligible" "$OUT/ncu_$target.txt" | head -40
+    grep -E "kernel:|transpose_v|fmha_fwd|Duration|Throughput|Hit Rate|Issue Slots|Issued Warp|Stall|Pipe|Eligible" \
+      "$OUT/ncu_$target.txt" | head -60
   done
 fi
 if step modes; then

@@ -58,8 +58,8 @@ TWO_CONTEXTS=$BUILD/tests/gpu/test_two_contexts
 #     Coarse: only for a kernel the tool cannot model, never for one of ours that merely reports.
 # The two in use: each file states the mechanism and the evidence above its records. Both are matched on the
 # kernel and its source lines; the kernel's line numbers are part of the match, so moving the lines they name in
-# kernels/fmha_fwd/fmha_fwd_triton.py or kernels/paged/paged_decode_gluon.py (its kernel's def, 402, and its
-# gl.warp_specialize call, 435) means re-checking (a report that no longer matches fails the run).
+# kernels/fmha_fwd/fmha_fwd_triton.py or kernels/paged/paged_decode_gluon.py (its kernel's def, 413, and its
+# gl.warp_specialize call, 446) means re-checking (a report that no longer matches fails the run).
 # shellcheck disable=SC2034  # read through ${!suppress_var} below
 SUPPRESS_memcheck=()
 # shellcheck disable=SC2034

@@ -150,7 +150,7 @@ def compile_spec(c: PagedConfig):
                  "vt_desc": gluon_tensordesc("fp8e4nv", vt_box, vt_swizzle),
                  "Q": "*bf16", "KDescale": "*fp32", "VDescale": "*fp32", "BlockTable": "*i32", "Seqlens": "*i32",
                  "O": "*bf16", "PartialO": "*fp32", "PartialML": "*fp32"}
-        # PREFETCH_ITEM (the next work item's Q and length loaded an item ahead): off until measured
+        # PREFETCH_ITEM (the next work item's Q and length loaded an item ahead): off, no gain beyond the spread
         # (bench/sweep_decode.py, gluon=1,PREFETCH_ITEM=1; docs/perf/NOTES.md).
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n,
                       "NUM_STAGES": c.stages, "PREFETCH_ITEM": False}

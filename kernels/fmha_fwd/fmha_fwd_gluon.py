@@ -97,7 +97,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from common import numerics
 from common.int8_scores import int8_scores, key_block_descales
 from common.key_range import keep_mask, key_range
-from common.varlen import varlen_check, varlen_offsets, varlen_vt_start
+from common.varlen import VT_ALIGN_GLUON, varlen_check, varlen_offsets, varlen_vt_start
 
 LOG2E = gl.constexpr(numerics.LOG2E)
 LN2 = gl.constexpr(numerics.LN2)
@@ -108,6 +108,7 @@ DESCALE_BLOCK = gl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
 
 # Rows per consumer warpgroup (one wgmma M extent over 4 warps).
 WG_M = gl.constexpr(64)
+VT_ALIGN = gl.constexpr(VT_ALIGN_GLUON)
 
 
 # Causal schedules walk heads in sections whose K and V together stay within this many bytes (H200: 50 MB of
@@ -116,11 +117,11 @@ CAUSAL_SECTION_BYTES = gl.constexpr(16 * 1024 * 1024)
 
 
 @gluon.jit
-def _sequence(b, seqlen_q, seqlen_k, offs, varlen, total_q, total_k, VARLEN: gl.constexpr):
+def _sequence(b, seqlen_q, seqlen_k, offs, total_q, total_k, VARLEN: gl.constexpr):
     """Where sequence b lives: (batch coordinate, its first q row, first key row, first V^T column, its query and
     key lengths, bad). Dense: (b, 0, 0, 0, seqlen_q, seqlen_k, False). Varlen (packed, the descriptors' batch
     dimension is 1): the offsets' rows, the V^T column from common/varlen.py, the lengths from the offsets (offs:
-    _tile_offsets', loaded a tile ahead). Offsets that fail the checks (fmha_fwd_triton's, the V transpose's): no
+    _tile_ahead's, loaded a tile ahead). Offsets that fail the checks (fmha_fwd_triton's, the V transpose's): no
     key is read, and the rows inside q get NaN. VARLEN: whether the instance has the varlen path at all (the
     "varlen" instances)."""
     bc = b
@@ -140,17 +141,26 @@ def _sequence(b, seqlen_q, seqlen_k, offs, varlen, total_q, total_k, VARLEN: gl.
         sq = gl.where(q_ok, gl.minimum(q_end - q_start, seqlen_q), 0)
         k_row = gl.where(bad, 0, k_start)
         sk = gl.where(bad, 0, k_end - k_start)
-        v_col = varlen_vt_start(k_row, b, varlen)  # varlen: the V^T alignment, 128 here (the host's)
+        # The V^T alignment as a constant (the host passes the same, VT_ALIGN_GLUON, as `varlen`): a shift, not
+        # a division per tile.
+        v_col = varlen_vt_start(k_row, b, VT_ALIGN)
     return bc, q_row, k_row, v_col, sq, sk, bad
 
 
 @gluon.jit
-def _tile_order(tile, num_m_blocks, batch_heads, seqlen_k, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr):
-    """Work item `tile` -> (bh, pid_m): the persistent schedule's order (_tile says which)."""
+def _causal_section(seqlen_k, batch_heads, HEAD_DIM: gl.constexpr):
+    """The causal schedule's heads per section (_tile): as many as have K and V within CAUSAL_SECTION_BYTES. Once
+    per program, outside the tile loop (a 64-bit division)."""
+    kv_bytes = 2 * gl.maximum(seqlen_k, 1).to(gl.int64) * HEAD_DIM
+    section = gl.maximum(CAUSAL_SECTION_BYTES // kv_bytes, 1).to(gl.int32)
+    return gl.minimum(section, batch_heads)
+
+
+@gluon.jit
+def _tile_order(tile, num_m_blocks, batch_heads, section, CAUSAL: gl.constexpr):
+    """Work item `tile` -> (bh, pid_m): the persistent schedule's order (_tile says which). section:
+    _causal_section's (causal only)."""
     if CAUSAL:
-        kv_bytes = 2 * gl.maximum(seqlen_k, 1).to(gl.int64) * HEAD_DIM
-        section = gl.maximum(CAUSAL_SECTION_BYTES // kv_bytes, 1).to(gl.int32)
-        section = gl.minimum(section, batch_heads)
         first_bh = tile // (section * num_m_blocks) * section
         heads_here = gl.minimum(section, batch_heads - first_bh)  # the last section may be short
         r = tile - first_bh * num_m_blocks
@@ -163,16 +173,19 @@ def _tile_order(tile, num_m_blocks, batch_heads, seqlen_k, HEAD_DIM: gl.constexp
 
 
 @gluon.jit
-def _tile_offsets(tile, num_tiles, num_m_blocks, batch_heads, heads_q, seqlen_k, cu_seqlens_q, cu_seqlens_k,
-                  HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, VARLEN: gl.constexpr):
-    """Varlen: the offsets of work item `tile`'s sequence (common/varlen.py: varlen_offsets for q and k), loaded
-    now and used a tile later, so that a tile's start does not wait for them (at S=1024 causal a tile is ~10 us
-    and the dependent load ~1 us; H200: the varlen call 0.92x of dense there). A tile past the last gives the last
-    tile's. Dense: zeros, no load."""
+def _tile_ahead(tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section, cu_seqlens_q,
+                cu_seqlens_k, CAUSAL: gl.constexpr, VARLEN: gl.constexpr):
+    """What _tile needs of work item `tile` that costs time: its place in the schedule (b, h, h_kv, pid_m:
+    _tile_order's and the head split's divisions) and, varlen, its sequence's offsets (common/varlen.py:
+    varlen_offsets for q and k, loaded). Computed a tile ahead, while the tile before runs (the consumers: under
+    its first S MMA), so that a tile's start waits for neither (at S=1024 causal a tile is ~10 us and the
+    dependent load ~1 us; ncu, H200: the varlen kernel issued 7% more instructions than the dense one there, most
+    of them the schedule's, computed twice per tile). A tile past the last gives the last tile's.
+    Returns (b, h, h_kv, pid_m, q_prev, q_start, q_end, k_prev, k_start, k_end); dense: zero offsets, no load."""
+    bh, pid_m = _tile_order(gl.minimum(tile, num_tiles - 1), num_m_blocks, batch_heads, section, CAUSAL)
+    b = bh // heads_q
+    h = bh % heads_q
     if VARLEN:
-        bh, pid_m = _tile_order(gl.minimum(tile, num_tiles - 1), num_m_blocks, batch_heads, seqlen_k, HEAD_DIM,
-                                CAUSAL)
-        b = bh // heads_q
         q_prev, q_start, q_end = varlen_offsets(cu_seqlens_q, b)
         k_prev, k_start, k_end = varlen_offsets(cu_seqlens_k, b)
     else:
@@ -182,15 +195,15 @@ def _tile_offsets(tile, num_tiles, num_m_blocks, batch_heads, heads_q, seqlen_k,
         k_prev = q_prev
         k_start = q_prev
         k_end = q_prev
-    return q_prev, q_start, q_end, k_prev, k_start, k_end
+    return b, h, h // group_size, pid_m, q_prev, q_start, q_end, k_prev, k_start, k_end
 
 
 @gluon.jit
-def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-          offs, varlen, total_q, total_k,
+def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k,
           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
           VARLEN: gl.constexpr):
-    """Work item `tile` of the persistent schedule -> (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start,
+    """A work item of the persistent schedule, from _tile_ahead's (b, h, h_kv, pid_m, varlen offsets) -> (b, h,
+    h_kv, bh, start_m, lo_off, hi_off, n_start,
     lo_masked_end, full_end, n_end, and _sequence's bc, q_row, k_row, v_col, sq, sk, bad).
 
     Full attention: query blocks fastest, so that the programs working at the same time share a head's K and V
@@ -200,13 +213,12 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
     of 132 heads in flight; head by head: -30% at S=512, the tail unbalanced; docs/perf/NOTES.md.)
     Varlen: the blocks of the longest sequence (seqlen_q) for every sequence; a block at or past its own sequence's
     end (start_m >= sq) gets no key tiles (and stores nothing).
-    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included), per sequence. offs:
-    the varlen offsets of this tile's sequence (_tile_offsets)."""
-    bh, pid_m = _tile_order(tile, num_m_blocks, batch_heads, seqlen_k, HEAD_DIM, CAUSAL)
-    b = bh // heads_q
-    h = bh % heads_q
+    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included), per sequence."""
+    b, h, h_kv, pid_m, q_prev, q_start, q_end, k_prev, k_start, k_end = ahead
+    offs = (q_prev, q_start, q_end, k_prev, k_start, k_end)
+    bh = b * heads_q + h
     start_m = pid_m * BLOCK_M
-    bc, q_row, k_row, v_col, sq, sk, bad = _sequence(b, seqlen_q, seqlen_k, offs, varlen, total_q, total_k, VARLEN)
+    bc, q_row, k_row, v_col, sq, sk, bad = _sequence(b, seqlen_q, seqlen_k, offs, total_q, total_k, VARLEN)
     lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = key_range(start_m, sq, sk, window_left,
                                                                         window_right, BLOCK_M, BLOCK_N, CAUSAL)
     if VARLEN:
@@ -216,7 +228,7 @@ def _tile(tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen
         lo_masked_end = gl.where(past_end, n_start, lo_masked_end)
         full_end = gl.where(past_end, n_start, full_end)
         n_end = gl.where(past_end, n_start, n_end)
-    return (b, h, h // group_size, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
+    return (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
             bc, q_row, k_row, v_col, sq, sk, bad)
 
 
@@ -256,26 +268,26 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     it = 0
     count = 0
     num_tiles = num_m_blocks * batch_heads
-    seq_next = _tile_offsets(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, seqlen_k,
-                             cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
+    section = _causal_section(seqlen_k, batch_heads, HEAD_DIM)
+    ahead = _tile_ahead(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
+                        cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
     if VARLEN and V_NATURAL:
         # BF16 varlen: the V descriptor of the sequence (v_seq_b) the last tile read, kept while the next tiles
         # read the same sequence; remade (and so waited for: _sequence_v) only when the sequence changes (the
         # causal schedule's consecutive tiles of a program change sequence about every 8th tile at 32 x 1024).
         (b0, h0, hkv0, bh0, sm0, lo0, hi0, ns0, lme0, fe0, ne0, bc0, qr0, k_row0, vc0, sq0, sk0, bad0) = _tile(
-            gl.program_id(0), num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left,
-            window_right, seq_next, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+            ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
+            BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
         v_seq = _sequence_v(V, stride_vs, stride_vh, k_row0, sk0, heads_q // group_size, v_ready, 0,
                             vt_desc, HEAD_DIM, BLOCK_N, NUM_STAGES)
         v_seq_b = b0
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        seq_offs = seq_next
-        seq_next = _tile_offsets(tile + gl.num_programs(0), num_tiles, num_m_blocks, batch_heads, heads_q,
-                                 seqlen_k, cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
         (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
-            tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-            seq_offs, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+            ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
+            BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+        ahead = _tile_ahead(tile + gl.num_programs(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size,
+                            section, cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through.
         mbarrier.wait(q_empty, (count & 1) ^ 1)
@@ -559,16 +571,15 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     it = 0  # ring slots consumed, across tiles (the producer counts the same way)
     count = 0  # tiles done
     num_tiles = num_m_blocks * batch_heads
-    seq_next = _tile_offsets(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, seqlen_k,
-                             cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
+    section = _causal_section(seqlen_k, batch_heads, HEAD_DIM)
+    ahead = _tile_ahead(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
+                        cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        seq_offs = seq_next
-        seq_next = _tile_offsets(tile + gl.num_programs(0), num_tiles, num_m_blocks, batch_heads, heads_q,
-                                 seqlen_k, cu_seqlens_q, cu_seqlens_k, HEAD_DIM, CAUSAL, VARLEN)
         (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
-            tile, num_m_blocks, batch_heads, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right,
-            seq_offs, varlen, total_q, total_k, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+            ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
+            BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+        next_tile = tile + gl.num_programs(0)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
         qd_base = (q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
@@ -605,6 +616,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             mbarrier.wait(k_ready.index(s0), (it // NUM_STAGES) & 1)
             qk = warpgroup_mma(q_tile, _k_tile(k_bufs, s0, BLOCK_N, HEAD_DIM),
                                _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
+            # The next tile's place in the schedule (and varlen offsets, loaded) under this first S MMA, instead
+            # of on the path between this tile's O store and the next tile's first MMA.
+            ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
+                                cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
             for j in range(0, n_tiles - 1):
                 s = (it + j) % NUM_STAGES
                 nxt = (it + j + 1) % NUM_STAGES
@@ -662,6 +677,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
         else:
             mbarrier.arrive(q_empty, count=1)
+            ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
+                                cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
         it += n_tiles
         count += 1
 

@@ -99,9 +99,24 @@ def _checked_seqlen(seqlen, max_pages, PAGE: gl.constexpr):
 
 
 @gluon.jit
+def _block_pages(table_row, start, key_hi, num_pages, PAGE: gl.constexpr, NP: gl.constexpr, SUB: gl.constexpr):
+    """The pages of the block of keys from `start`, one per slice (a tuple of NP), loaded from the block table.
+    Past the split or outside the cache: num_pages, a coordinate past the cache's end, which TMA fills with zeros."""
+    pages = ()
+    for p in gl.static_range(NP):
+        first = start + p * SUB
+        live = first < key_hi
+        page = gl.load(table_row + first // PAGE, mask=live, other=-1)
+        pages = pages + (gl.where(live & (page >= 0) & (page < num_pages), page, num_pages), )
+    return pages
+
+
+@gluon.jit
 def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv, num_pages,
               max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """TMA loads of every block of this program's work items into the ring. (Loading the block table's entries a
+    block ahead, and the next item's length an item ahead, measured no faster on the H200: docs/perf/NOTES.md.)"""
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     SUB: gl.constexpr = BLOCK_N // NP
     VROWS: gl.constexpr = vt_desc.block_type.shape[0]  # V^T rows per slice: HEAD_DIM; pages of 16: HEAD_DIM / 8
@@ -117,14 +132,10 @@ def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens
             s = it % NUM_STAGES
             mbarrier.wait(empty.index(s), ((it // NUM_STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(s), NP * (k_desc.block_type.nbytes + vt_desc.block_type.nbytes))
+            pages = _block_pages(table_row, start, key_hi, num_pages, PAGE, NP, SUB)
             for p in gl.static_range(NP):
-                first = start + p * SUB
-                live = first < key_hi
-                page = gl.load(table_row + first // PAGE, mask=live, other=-1)
-                # Past the split or outside the cache: a coordinate past the cache's end, which TMA fills with
-                # zeros.
-                page = gl.where(live & (page >= 0) & (page < num_pages), page, num_pages)
-                in_page = first % PAGE
+                page = pages[p]
+                in_page = (start + p * SUB) % PAGE
                 tma.async_copy_global_to_shared(k_desc, [page * PAGE + in_page, hk * HEAD_DIM], ready.index(s),
                                                 k_bufs.index(s).slice(p * SUB, SUB, dim=0))
                 tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk) * VROWS, in_page], ready.index(s),
