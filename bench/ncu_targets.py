@@ -4,6 +4,7 @@ say what bounds a kernel (tensor / exponential / issue / memory), which a timing
     prefill   the FP8 attention call of the suite's D=128 S=8192 causal point (B=4, H=32), V^T given in the
               key-permuted order, so only the attention kernel runs (the library's pick, Gluon today)
     decode    paged FP8 decode, bench_decode.py's (32, 32k) case (GQA 32/8, D=128, pages of 64)
+    decode_b128  the same at (128, 4k): 1024 work items of 4k keys (the case furthest from its target)
     varlen_dense / varlen_packed
               bench_varlen.py's e4m3 32 x 1024 causal point (D=128, H=32), the dense call and the packed one: each
               call launches the V transpose and the attention kernel (the pair where varlen trails dense most)
@@ -40,13 +41,13 @@ def prefill():
     torch.cuda.synchronize()
 
 
-def decode():
+def decode(case_name="b32_s32k"):
     import torch
 
     import bench_decode
     from fp8attn.paged import decode_with_name
 
-    case = next(c for c in bench_decode.CASES if c[0] == "b32_s32k")
+    case = next(c for c in bench_decode.CASES if c[0] == case_name)
     q, cache, table, seqlens, out = bench_decode.make_case(case)
     for _ in range(LAUNCHES):
         _, name = decode_with_name(q, cache, table, seqlens, case[2], out=out)
@@ -82,7 +83,8 @@ def varlen_packed():
 
 
 if __name__ == "__main__":
-    targets = {"prefill": prefill, "decode": decode, "varlen_dense": varlen_dense, "varlen_packed": varlen_packed}
+    targets = {"prefill": prefill, "decode": decode, "decode_b128": lambda: decode("b128_s4k"),
+               "varlen_dense": varlen_dense, "varlen_packed": varlen_packed}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:
         sys.exit(f"usage: ncu_targets.py {{{','.join(targets)}}}")
     targets[sys.argv[1]]()

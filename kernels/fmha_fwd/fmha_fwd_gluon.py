@@ -238,9 +238,10 @@ def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, v_ready, it, v_des
     """BF16 varlen: a TMA descriptor of one sequence's V rows alone, [1, sk, heads_kv, HEAD_DIM], so that a key
     tile reaching past the sequence's end is zero-filled instead of reading the next sequence's rows (P is 0
     there, but 0 x NaN is NaN: a neighbour's non-finite V would leak; FP8 gets the same from the V^T's zero-padded
-    columns). Made on the device in the program's global scratch (128 bytes) and rewritten for every tile, so the
-    V loads still in flight, which read the previous one, must land first: the last NUM_STAGES issued (older ones
-    have been consumed, their slots reused). v_desc: the host descriptor whose block and shared layout it copies."""
+    columns). Made on the device in the program's global scratch (128 bytes per call site) and rewritten when a
+    tile reaching past its sequence's end belongs to another sequence than the last such tile, so the V loads
+    still in flight, which may read the previous one, must land first: the last NUM_STAGES issued (older ones have
+    been consumed, their slots reused). v_desc: the host descriptor whose block and shared layout it copies."""
     for i in gl.static_range(NUM_STAGES):
         j = it - 1 - i
         if j >= 0:
@@ -272,9 +273,12 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     ahead = _tile_ahead(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
                         cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
     if VARLEN and V_NATURAL:
-        # BF16 varlen: the V descriptor of the sequence (v_seq_b) the last tile read, kept while the next tiles
-        # read the same sequence; remade (and so waited for: _sequence_v) only when the sequence changes (the
-        # causal schedule's consecutive tiles of a program change sequence about every 8th tile at 32 x 1024).
+        # BF16 varlen: a key tile inside its sequence reads V through the host descriptor (the packed V); only a
+        # tile reaching past the sequence's end reads it through a descriptor of the sequence's own rows, which
+        # TMA zero-fills past the end (_sequence_v). That descriptor (of sequence v_seq_b) is kept, and remade
+        # (and so waited for) only when a later such tile belongs to another sequence. (Remade whenever the
+        # program's tile changed sequence, about every 8th tile at 32 x 1024 causal, the drained ring cost
+        # BF16 varlen ~3% more than e4m3 there: 0.904 vs 0.929 of dense, H200 2026-12-02.)
         (b0, h0, hkv0, bh0, sm0, lo0, hi0, ns0, lme0, fe0, ne0, bc0, qr0, k_row0, vc0, sq0, sk0, bad0) = _tile(
             ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
             BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
@@ -295,8 +299,11 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
         tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m, h, 0], q_ready, q_smem)
         if VARLEN and V_NATURAL:
             # After the Q load, so that its wait for the previous tile's last V loads does not hold back the next
-            # block's Q (with the wait first: 0.90x of the dense call at S=1024 causal, H200 2026-12-02).
-            if b != v_seq_b:
+            # block's Q (with the wait first: 0.90x of the dense call at S=1024 causal, H200 2026-12-02). Only
+            # when this block's last key tile reaches past the sequence's end (n_start, n_end: multiples of
+            # BLOCK_N, or n_end = sk).
+            crosses = (n_end > n_start) & (n_start + gl.cdiv(n_end - n_start, BLOCK_N) * BLOCK_N > sk)
+            if crosses & (b != v_seq_b):
                 v_seq = _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_q // group_size, v_ready, it,
                                     vt_desc, HEAD_DIM, BLOCK_N, NUM_STAGES)
                 v_seq_b = b
@@ -310,8 +317,13 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
                                             k_bufs.index(s))
             mbarrier.wait(v_empty.index(s), phase ^ 1)
             mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
-            if V_NATURAL and VARLEN:  # BF16 varlen: this sequence's V rows, [1, sk, heads_kv, HEAD_DIM]
-                tma.async_copy_global_to_shared(v_seq, [0, start_n, h_kv, 0], v_ready.index(s), v_bufs.index(s))
+            if V_NATURAL and VARLEN:
+                if start_n + BLOCK_N > sk:  # past the sequence's end: its own rows, [1, sk, heads_kv, HEAD_DIM]
+                    tma.async_copy_global_to_shared(v_seq, [0, start_n, h_kv, 0], v_ready.index(s),
+                                                    v_bufs.index(s))
+                else:  # inside it: the packed V, [1, total_k, heads_kv, HEAD_DIM]
+                    tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], v_ready.index(s),
+                                                    v_bufs.index(s))
             elif V_NATURAL:  # BF16: V itself, [batch, seqlen_k, heads_kv, HEAD_DIM]
                 tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], v_ready.index(s),
                                                 v_bufs.index(s))
