@@ -24,6 +24,10 @@ CASES = [
     ("b32_s32k", 32, 32768, 32, 8, 1, 64),
     ("b8_s128k", 8, 131072, 32, 8, 1, 64),
     ("b128_s4k", 128, 4096, 32, 8, 1, 64),
+    # The same bytes as b128_s4k in fewer and in more work items (512 and 2048 of 8k / 2k keys; the Gluon decode
+    # runs two programs per SM, 264): how much a work item's start and end cost.
+    ("b64_s8k", 64, 8192, 32, 8, 1, 64),
+    ("b256_s2k", 256, 2048, 32, 8, 1, 64),
     ("b1_s128k", 1, 131072, 32, 8, 1, 64),
     ("b32_s32k_page16", 32, 32768, 32, 8, 1, 16),
     ("b32_s32k_q4", 32, 32768, 32, 8, 4, 64),
