@@ -11,6 +11,8 @@ say what bounds a kernel (tensor / exponential / issue / memory), which a timing
 
     ncu --clock-control none --kernel-name regex:"fmha_fwd|paged_decode" --launch-skip 3 --launch-count 1 \\
         python3 bench/ncu_targets.py prefill
+    ncu --clock-control none --kernel-name regex:"fmha_fwd|transpose_v" --launch-skip 6 --launch-count 2 \\
+        python3 bench/ncu_targets.py varlen_packed      (the 4th call's transpose and attention kernel)
 
 --clock-control none: Nsight Compute would otherwise lock the clocks to base for the measurement; the GPU's
 settings are left as they are. Launches: 5 of the kernel (warm-up, then the profiled one).

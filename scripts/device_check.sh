@@ -97,10 +97,9 @@ if step ncu; then
   # NCU_TARGETS: bench/ncu_targets.py's targets (default prefill decode); the varlen pair profiles both kernels of
   # one call (the V transpose and the attention kernel).
   for target in ${NCU_TARGETS:-prefill decode}; do
-    skip=3 count=1
-    [[ $target == varlen_* ]] && skip=6 count=2
-    PYTHONPATH=build/python timeout 300 "$NCU" --clock-control none \
-      --kernel-name regex:"fmha_fwd|paged_decode|transpose_v" \
+    kernels="fmha_fwd|paged_decode" skip=3 count=1
+    [[ $target == varlen_* ]] && kernels="fmha_fwd|transpose_v" skip=6 count=2
+    PYTHONPATH=build/python timeout 300 "$NCU" --clock-control none --kernel-name regex:"$kernels" \
       --launch-skip $skip --launch-count $count --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section Occupancy \
       python3 bench/ncu_targets.py $target > "$OUT/ncu_$target.txt" 2>&1 || status=1

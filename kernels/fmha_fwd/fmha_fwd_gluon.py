@@ -59,8 +59,9 @@ head_dim] and the V^T row as [1, heads_kv, head_dim, row], and every partition o
 offsets (_sequence). The grid walks the blocks of the longest sequence for each sequence and skips those past a
 sequence's end. A Q block or K tile that runs past its sequence reads the next sequence's rows: Q rows that are
 never stored, K columns the softmax masks (a select, so their NaNs vanish). V tiles never leave the sequence: FP8's
-V^T pads each sequence's columns with zeros to 128 (the transpose), BF16 reads V through a descriptor of the
-sequence's own rows made on the device (_sequence_v; TMA zero-fills past its end). O rows of a sequence's last
+V^T pads each sequence's columns with zeros to 128 (the transpose); BF16 reads a key tile inside its sequence
+through the host descriptor of the packed V, and one that reaches past the sequence's end through a descriptor of
+the sequence's own rows made on the device (_sequence_v; TMA zero-fills past its end). O rows of a sequence's last
 block go out through masked register stores (O, stride_os, stride_oh), not a TMA box, which would write the next
 sequence's rows. LSE stays [batch, heads_q, max_seqlen_q].
 
@@ -262,8 +263,8 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     K and V stream in while the consumers finish the current one. Varlen: rows are the packed tensors' (the
     descriptors' batch dimension is 1); a Q block or K tile that runs past its sequence reads the next sequence's
     rows, which the consumers never store (Q) or mask out of the softmax (K); V^T tiles stay inside the
-    sequence's zero-padded columns (common/varlen.py), and BF16 V tiles inside a descriptor of the sequence's own
-    rows (_sequence_v)."""
+    sequence's zero-padded columns (common/varlen.py), and BF16 V tiles reaching past the sequence's end inside a
+    descriptor of the sequence's own rows (_sequence_v)."""
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
     batch_heads = batch * heads_q
     it = 0
@@ -300,8 +301,8 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
         if VARLEN and V_NATURAL:
             # After the Q load, so that its wait for the previous tile's last V loads does not hold back the next
             # block's Q (with the wait first: 0.90x of the dense call at S=1024 causal, H200 2026-12-02). Only
-            # when this block's last key tile reaches past the sequence's end (n_start, n_end: multiples of
-            # BLOCK_N, or n_end = sk).
+            # when this block's last key tile (tiles of BLOCK_N from n_start, a multiple of it) reaches past the
+            # sequence's end.
             crosses = (n_end > n_start) & (n_start + gl.cdiv(n_end - n_start, BLOCK_N) * BLOCK_N > sk)
             if crosses & (b != v_seq_b):
                 v_seq = _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_q // group_size, v_ready, it,

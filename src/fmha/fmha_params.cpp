@@ -31,8 +31,9 @@ char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) 
 /// Varlen (packed sequences, the "_varlen" instances): the descriptors cover the packed q, k, o as [1, total, heads,
 /// head_dim] and the FP8 V^T row as [1, heads_kv, head_dim, row]; the kernel offsets each sequence by cu_seqlens
 /// and stores the rows of a sequence's last block from registers (O's pointer and strides), masked to the
-/// sequence. BF16 reads V through a descriptor of each sequence's own rows that the kernel makes on the device
-/// (V's pointer and strides, the program's global scratch), so that no tile reaches the next sequence.
+/// sequence. BF16 reads V through vt_desc over the packed V, except a key tile that reaches past its sequence's
+/// end, which goes through a descriptor of the sequence's own rows that the kernel makes on the device (V's
+/// pointer and strides, the program's global scratch), so that no tile reads the next sequence.
 template <typename FillCommon>
 Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstance const& instance, void const* v_ptr,
                   int64_t vb, int64_t vh, int64_t vs, int64_t vt_extent, FillCommon const& fill_common,
