@@ -22,9 +22,10 @@
 #              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
 #              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
 #   ncu        Nsight Compute on one launch each of the prefill attention kernel (D=128 S=8192 causal) and the
-#              paged decode kernel (32 x 32k), bench/ncu_targets.py (NCU_TARGETS overrides the list: its
-#              varlen_dense / varlen_packed profile a call's V transpose and attention kernel): speed of light, pipe utilization (tensor,
-#              exponential), issue slots, warp stall reasons, memory throughput; clocks left alone (~2 min)
+#              paged decode kernel (32 x 32k), bench/ncu_targets.py: speed of light, pipe utilization (tensor,
+#              exponential), issue slots, warp stall reasons, memory throughput; clocks left alone (~2 min).
+#              NCU_TARGETS overrides the list (ncu_targets.py's varlen_dense / varlen_packed profile a call's V
+#              transpose and attention kernel, decode_b128 the decode at batch 128, 4k)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
 #              into build-consan and run through the GPU tests that force each instance by name (~4 min)

@@ -204,8 +204,8 @@ def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_ri
           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
           VARLEN: gl.constexpr):
     """A work item of the persistent schedule, from _tile_ahead's (b, h, h_kv, pid_m, varlen offsets) -> (b, h,
-    h_kv, bh, start_m, lo_off, hi_off, n_start,
-    lo_masked_end, full_end, n_end, and _sequence's bc, q_row, k_row, v_col, sq, sk, bad).
+    h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end, and _sequence's bc, q_row, k_row,
+    v_col, sq, sk, bad).
 
     Full attention: query blocks fastest, so that the programs working at the same time share a head's K and V
     in L2. Causal: heads in sections whose K and V fit CAUSAL_SECTION_BYTES, and within a section the query
