@@ -14,7 +14,8 @@ same bf16 values, in its own process). The inputs come from numpy generators see
 both processes build the same values without moving them.
 
 Speed (--speed): TFLOP/s of fp8attn.attention per mode on the standard suite (bench/suites/standard.csv), from
-BF16 q, k, v: quantization included; "fp8-kernel" is fmha_fwd alone on pre-quantized e4m3 inputs.
+BF16 q, k, v: quantization included; "fp8-kernel" and "int8-kernel" are fmha_fwd alone on inputs quantized
+beforehand as the fp8 and int8_qk modes quantize them.
 
     PYTHONPATH=build/python python3 bench/accuracy_modes.py --accuracy --speed --csv out.csv --plot out.png
 
@@ -37,6 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_vs_cudnn as bvc  # noqa: E402  (suite, timing, the cuDNN FP8 call's conventions)
 
 KINDS = ("gaussian", "sink", "outliers")
+# Speed columns of the attention kernel alone: column -> the mode whose quantization makes its operands.
+KERNEL_COLUMNS = {"fp8-kernel": "fp8", "int8-kernel": "int8_qk"}
 HEADS, HEAD_DIM = 8, 128
 E4M3_MAX = 448.0
 
@@ -198,14 +201,15 @@ def run_speed(configs, args):
             except Exception as e:  # noqa: BLE001
                 rec[mode] = None
                 rec[f"{mode}_failure"] = f"{type(e).__name__}: {e}"[:200]
-        q8, qd = fp8attn.quantize(q)
-        k8, kd = fp8attn.quantize(k)
-        v8, vd = fp8attn.quantize(v)
-        ms = bvc.time_cuda(lambda: fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd,
-                                                    causal=cfg.causal), args)
-        rec["fp8-kernel"] = cfg.flops / (ms * 1e-3) / 1e12
+        # The attention kernel alone, on operands quantized beforehand: what each mode's quantization costs is the
+        # difference to the mode's own column.
+        for column, mode in KERNEL_COLUMNS.items():
+            q8, k8, v8, qd, kd, vd = fp8attn.modes.quantize_for(mode, q, k, v)
+            ms = bvc.time_cuda(lambda: fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd,
+                                                        causal=cfg.causal), args)
+            rec[column] = cfg.flops / (ms * 1e-3) / 1e12
         rows.append(rec)
-        print(f"{cfg.name:<28}" + "".join(f"{(rec.get(m) or 0):>18.0f}" for m in (*fp8attn.MODES, "fp8-kernel")),
+        print(f"{cfg.name:<28}" + "".join(f"{(rec.get(m) or 0):>18.0f}" for m in (*fp8attn.MODES, *KERNEL_COLUMNS)),
               flush=True)
     return rows
 
@@ -256,9 +260,9 @@ def main():
             configs = [c for c in configs if any(w in c.name for w in args.configs.split(","))]
         import fp8attn
 
-        print(f"{'TFLOP/s (quantization included)':<28}" + "".join(f"{m:>18}" for m in (*fp8attn.MODES, "fp8-kernel")))
+        print(f"{'TFLOP/s (quantization included)':<28}" + "".join(f"{m:>18}" for m in (*fp8attn.MODES, *KERNEL_COLUMNS)))
         for rec in run_speed(configs, args):
-            for m in (*fp8attn.MODES, "fp8-kernel"):
+            for m in (*fp8attn.MODES, *KERNEL_COLUMNS):
                 out_rows.append({"table": "speed", "case": rec["config"], "provider": m, "value": rec.get(m) or "",
                                  "note": rec.get(f"{m}_failure", "")})
     if args.csv and out_rows:

@@ -13,15 +13,23 @@ INT_TO_FLOAT_OFFSET = tl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 
 
 @triton.jit
-def key_block_descales(kd_base, k_descale_stride_blk, start_n, cols, seqlen_k):
-    """Each key column's block descale for the tile at start_n; cols: the tile's column offsets 0 .. BLOCK_N - 1
-    in the caller's layout. A tile of BLOCK_N <= 128 keys (codegen refuses more) starts on a multiple of 64 and
-    spans at most two 64-key blocks: two scalar loads and a select (a load per column cost a load per score column
-    and thread). A block past seqlen_k gets 1.0 (its keys are masked)."""
+def key_block_descale_pair(kd_base, k_descale_stride_blk, start_n, seqlen_k):
+    """The block descales of the two 64-key blocks a tile at start_n can span (a tile of BLOCK_N <= 128 keys,
+    codegen refuses more, starts on a multiple of 64): two scalar loads. A block past seqlen_k gets 1.0 (its keys
+    are masked)."""
     blk = start_n // DESCALE_BLOCK
     kd0 = tl.load(kd_base + blk.to(tl.int64) * k_descale_stride_blk)
     kd1 = tl.load(kd_base + (blk + 1).to(tl.int64) * k_descale_stride_blk,
                   mask=(blk + 1) * DESCALE_BLOCK < seqlen_k, other=1.0)
+    return kd0, kd1
+
+
+@triton.jit
+def key_block_descales(kd_base, k_descale_stride_blk, start_n, cols, seqlen_k):
+    """Each key column's block descale for the tile at start_n; cols: the tile's column offsets 0 .. BLOCK_N - 1
+    in the caller's layout: key_block_descale_pair's two and a select (a load per column cost a load per score
+    column and thread)."""
+    kd0, kd1 = key_block_descale_pair(kd_base, k_descale_stride_blk, start_n, seqlen_k)
     return tl.where(cols < DESCALE_BLOCK, kd0, kd1)
 
 

@@ -96,13 +96,15 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from common import numerics
-from common.int8_scores import int8_scores, key_block_descales
+from common.int8_scores import int8_scores, key_block_descale_pair, key_block_descales
 from common.key_range import keep_mask, key_range
 from common.varlen import VT_ALIGN_GLUON, varlen_check, varlen_offsets, varlen_vt_start
 
 LOG2E = gl.constexpr(numerics.LOG2E)
 LN2 = gl.constexpr(numerics.LN2)
 P_EXPONENT_BIAS = gl.constexpr(numerics.P_EXPONENT_BIAS)
+INT_TO_FLOAT_BITS = gl.constexpr(numerics.INT_TO_FLOAT_BITS)
+INT_TO_FLOAT_OFFSET = gl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = gl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = gl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
@@ -472,6 +474,9 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     # Keys [lo_masked_end, full_end) need no mask; the others are a window's left edge or past full_end
     # (key_range).
     masked = (start_n < lo_masked_end) | (start_n >= full_end)
+    if QK_INT8 and BLOCK_DESCALE:
+        return _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
+                                  kd_base, k_descale_stride_blk, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC)
     if BLOCK_DESCALE:  # each key column's block descale (common/int8_scores.py)
         gl.static_assert(BLOCK_N <= 2 * DESCALE_BLOCK, "a key tile spans at most two descale blocks")
         kd = key_block_descales(kd_base, k_descale_stride_blk, start_n,
@@ -493,6 +498,19 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     # P_tile = exp2(S - ref) * 2^8, rounded to e4m3 in registers.
     frame = ref - P_EXPONENT_BIAS
     p = gl.exp2(qk * qk_scale - frame[:, None])
+    p8, l_i, rescale = _p_operand(p, l_i, f_i, frame, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, V_NATURAL)
+    return p8, l_i, m_new, frame, rescale
+
+
+@gluon.jit
+def _p_operand(p, l_i, f_i, frame, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+               SUM_ON_TC: gl.constexpr, V_NATURAL: gl.constexpr):
+    """A tile's P (float32, S's layout, relative to its frame) -> (P as the A operand of P.V, the row sum, the
+    factor that moves the accumulator from the old frame f_i to this one, in O's row layout)."""
+    MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, PV_N, MMA_K])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     rescale = gl.exp2(f_i - frame)
     if not SUM_ON_TC:  # else the caller adds the tile's sum from the tensor cores
         l_i = l_i * rescale + gl.sum(p, 1)
@@ -517,7 +535,50 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     else:
         p8 = gl.convert_layout(p.to(gl.float8e4nv), p_layout)
     # Row vectors live in S's row layout; O's is the same when BLOCK_N == HEAD_DIM (then this is free).
-    return p8, l_i, m_new, frame, gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))
+    return p8, l_i, gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))
+
+
+@gluon.jit
+def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
+                       k_descale_stride_blk, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+                       SUM_ON_TC: gl.constexpr):
+    """_softmax_tile for INT8 Q.K^T with per-block k descales: the int32 scores as x = 1.5 * 2^23 + score (an
+    integer add, exact: common/int8_scores.py), and each 64-key half of the tile (one k descale block) scaled
+    inside the exponential's FFMA: exp2(x * s_h - (1.5 * 2^23 * s_h + frame)) with s_h = qk_scale * kd_h, so a
+    score costs the add and the FFMA that the FP8 path spends too (int8_scores' separate descale FFMA per score
+    made the INT8 loop 832 SASS instructions per warp per tile against FP8's 675). The halves' selects are per
+    register, resolved at compile time (a thread's columns 0-63 and 64-127 are separate registers). The row
+    maximum from each half's largest x, exactly. The constant's one rounding (of about 2^24 s_h) moves a row's
+    largest exponent argument off P_EXPONENT_BIAS by at most ~s_h: P stays below 448 (e4m3's largest) while
+    s_h < 0.5 (a float32 emulation: P <= 259 at s_h = 0.01, 394 at 0.46), i.e. below q and k amax of ~250 each at
+    D=128; real scales are far smaller. A scale of 0 (a zero K block's descale) is raised to the smallest
+    normal float, so a masked score (-inf) times it stays -inf, not NaN."""
+    gl.static_assert(BLOCK_N <= 2 * DESCALE_BLOCK, "a key tile spans at most two descale blocks")
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 32])
+    col = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    x = (qk + INT_TO_FLOAT_BITS).to(gl.float32, bitcast=True)
+    if masked:  # uniform branch, as _softmax_tile's
+        x = gl.where(keep_mask(start_n + col, offs_m, lo_off, hi_off, seqlen_k), x, float("-inf"))
+    kd0, kd1 = key_block_descale_pair(kd_base, k_descale_stride_blk, start_n, seqlen_k)
+    s0 = gl.maximum(qk_scale * kd0, 1.1754943508222875e-38)
+    s1 = gl.maximum(qk_scale * kd1, 1.1754943508222875e-38)
+    first = (col < DESCALE_BLOCK)[None, :]
+    x0 = gl.max(gl.where(first, x, float("-inf")), 1)
+    x1 = gl.max(gl.where(first, float("-inf"), x), 1)
+    # A half with no visible key (x = -inf) stays -inf, whatever its scale (a zero descale would make NaN).
+    m0 = gl.where(x0 == float("-inf"), x0, (x0 - INT_TO_FLOAT_OFFSET) * s0)
+    m1 = gl.where(x1 == float("-inf"), x1, (x1 - INT_TO_FLOAT_OFFSET) * s1)
+    m_tile = gl.maximum(m0, m1)  # -inf for a row with no visible key in this tile
+    m_new = gl.maximum(m_i, m_tile)
+    ref = gl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
+    frame = ref - P_EXPONENT_BIAS
+    c0 = INT_TO_FLOAT_OFFSET * s0 + frame
+    c1 = INT_TO_FLOAT_OFFSET * s1 + frame
+    p = gl.exp2(x * gl.where(first, s0, s1) - gl.where(first, c0[:, None], c1[:, None]))
+    p8, l_i, rescale = _p_operand(p, l_i, f_i, frame, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, False)
+    return p8, l_i, m_new, frame, rescale
+
 
 
 @gluon.jit
