@@ -7,6 +7,11 @@ a float64 reference before its time counts. Used to decide what goes into kernel
 
 A variant is name=path[:CONST=int,...]; the path is a module defining fmha_fwd_gluon_kernel with the argument
 list of the library's kernel (kernels/ is put on sys.path for its imports).
+
+--int8: every variant runs INT8 Q.K^T (QK_INT8=1, BLOCK_DESCALE=1 unless a variant sets them) on int8 Q and K with
+one descale per 64 tokens of each head (as the int8_qk mode's quantization makes them; K not smoothed here) and the
+key-permuted e4m3 V^T; the reference attends over the dequantized values. The ring depth stays the FP8 instances'
+(gluon_stages) unless a variant sets NUM_STAGES (the INT8 D=64 instances run 2).
 """
 
 import argparse
@@ -31,6 +36,7 @@ from operations.fmha_fwd import gluon_pv_pipelined  # noqa: E402  (and its P.V s
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
+DESCALE_BLOCK = 64  # kernels/common/numerics.py DESCALE_BLOCK_TOKENS
 
 SWITCH_DEFAULTS = {"KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0}
 
@@ -64,6 +70,20 @@ def quantize(x):
     return (x / scale).to(E4M3), scale.reshape(1)
 
 
+def quantize_int8_blocks(x):
+    """x [b, s, h, d] float -> (int8 x, descales [b, h, s // DESCALE_BLOCK]): one scale per 64 tokens of a head."""
+    b, s, h, d = x.shape
+    blocks = x.reshape(b, s // DESCALE_BLOCK, DESCALE_BLOCK, h, d)
+    scale = blocks.abs().amax(dim=(2, 4)).clamp_min(1e-30) / 127.0  # [b, nblk, h]
+    q = torch.round(blocks / scale[:, :, None, :, None]).clamp(-127, 127).to(torch.int8).reshape(b, s, h, d)
+    return q, scale.permute(0, 2, 1).contiguous()
+
+
+def dequantize_int8_blocks(q, scale):
+    """The float64 values int8 q [b, s, h, d] with scale [b, h, nblk] stand for."""
+    return q.double() * scale.double().permute(0, 2, 1).repeat_interleave(DESCALE_BLOCK, dim=1)[..., None]
+
+
 def key_permutation(length, device):
     """Position -> key of the key-permuted V^T: in each 32-key block, position 16h + 4t + 2j + e holds key
     16h + 8j + 2t + e (the order in which a thread's accumulator fragment holds the keys)."""
@@ -79,12 +99,23 @@ def layout(bits, row_bytes, rank=4):
 
 
 class Problem:
-    def __init__(self, p):
+    def __init__(self, p, int8=False):
         torch.manual_seed(0)
         b, hq, hkv, s, sk, d = (p[k] for k in ("batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_dim"))
-        self.p, self.causal = p, bool(p["causal"])
-        (self.q, self.qd) = quantize(torch.randn(b, s, hq, d, device="cuda"))
-        (self.k, self.kd) = quantize(torch.randn(b, sk, hkv, d, device="cuda"))
+        self.p, self.causal, self.int8 = p, bool(p["causal"]), int8
+        if int8:
+            assert s % DESCALE_BLOCK == 0 and sk % DESCALE_BLOCK == 0, "--int8: whole 64-token descale blocks"
+            (self.q, self.qd) = quantize_int8_blocks(torch.randn(b, s, hq, d, device="cuda"))
+            (self.k, self.kd) = quantize_int8_blocks(torch.randn(b, sk, hkv, d, device="cuda"))
+            # DescaleRef strides: q per (batch, query head, block), k per (batch, kv head, block).
+            self.descale_strides = dict(q_descale_stride_b=hq * (s // DESCALE_BLOCK), q_descale_stride_h=0,
+                                        q_descale_stride_hq=s // DESCALE_BLOCK, q_descale_stride_blk=1,
+                                        k_descale_stride_b=hkv * (sk // DESCALE_BLOCK),
+                                        k_descale_stride_h=sk // DESCALE_BLOCK, k_descale_stride_blk=1)
+        else:
+            (self.q, self.qd) = quantize(torch.randn(b, s, hq, d, device="cuda"))
+            (self.k, self.kd) = quantize(torch.randn(b, sk, hkv, d, device="cuda"))
+            self.descale_strides = {}
         (self.v, self.vd) = quantize(torch.randn(b, sk, hkv, d, device="cuda"))
         self.vt = self.v.permute(0, 2, 3, 1).contiguous()  # [b, hkv, d, sk], sequence contiguous
         assert sk % 32 == 0, "the sweep's key-permuted V^T needs whole 32-key blocks"
@@ -120,7 +151,8 @@ class Problem:
         extra = {"batch": p["batch"]} if persistent else {}
         # By keyword: the kernel's parameter list grows (descale strides, windows) and positions would shift.
         # Per-tensor descales: every descale stride 0; no window (-1: unlimited), no soft-capping.
-        strides = [n for n in kernel.arg_names if "descale_stride" in n]
+        strides = {n: 0 for n in kernel.arg_names if "descale_stride" in n}
+        strides.update(self.descale_strides)
         optional = {n: v for n, v in (("window_left", -1), ("window_right", -1), ("softcap", 0.0))
                     if n in kernel.arg_names}
         if "varlen" in kernel.arg_names:  # dense: varlen 0, the offsets never read (a placeholder int32 tensor)
@@ -130,7 +162,7 @@ class Problem:
         if "stride_vs" in kernel.arg_names:  # read by the BF16 varlen path only
             optional.update(V=self.vt, stride_vs=self.vt.stride(2), stride_vh=self.vt.stride(1))
         kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
-                     **{n: 0 for n in strides}, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
+                     **strides, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
                      group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra, HEAD_DIM=p["head_dim"],
                      BLOCK_M=BLOCK_M, BLOCK_N=self.block_n, CAUSAL=self.causal, **constexprs, num_warps=4)
@@ -138,8 +170,13 @@ class Problem:
     def reference(self, head):
         """float64 attention of batch 0, one query head, on the dequantized inputs."""
         g = self.p["heads_q"] // self.p["heads_kv"]
-        q = self.q[0, :, head].double() * self.qd.double()
-        k = self.k[0, :, head // g].double() * self.kd.double()
+        if self.int8:
+            q = dequantize_int8_blocks(self.q[:1, :, head:head + 1], self.qd[:1, head:head + 1])[0, :, 0]
+            hk = head // g
+            k = dequantize_int8_blocks(self.k[:1, :, hk:hk + 1], self.kd[:1, hk:hk + 1])[0, :, 0]
+        else:
+            q = self.q[0, :, head].double() * self.qd.double()
+            k = self.k[0, :, head // g].double() * self.kd.double()
         v = self.v[0, :, head // g].double() * self.vd.double()
         s = q @ k.T / math.sqrt(q.shape[-1])
         if self.causal:
@@ -155,13 +192,16 @@ def main():
     ap.add_argument("--seqlens", default="")
     ap.add_argument("--head-dims", default="128", help="the gluon kernel compiles for 64, 128 and 256")
     ap.add_argument("--csv", default="")
+    ap.add_argument("--int8", action="store_true", help="INT8 Q.K^T with per-block descales (see the module's doc)")
     args = ap.parse_args()
     variants = [load_variant(v) for v in args.variant]
+    if args.int8:
+        variants = [(name, kernel, {"QK_INT8": 1, "BLOCK_DESCALE": 1, **c}) for name, kernel, c in variants]
     seqlens = {int(s) for s in args.seqlens.split(",") if s}
     rows = []
-    print(f"{'variant':>10} {'S':>6} {'causal':>6} {'rel_err':>9} {'TFLOP/s':>8}", flush=True)
+    print(f"{'variant':>10} {'D':>4} {'S':>6} {'causal':>6} {'rel_err':>9} {'TFLOP/s':>8}", flush=True)
     for p in suite_points(args.suite, seqlens, {int(d) for d in args.head_dims.split(",")}):
-        prob = Problem(p)
+        prob = Problem(p, int8=args.int8)
         head = p["heads_q"] // 2
         ref = prob.reference(head)
         for name, kernel, constexprs in variants:
@@ -180,9 +220,11 @@ def main():
                 err, tf = float("nan"), 0.0
                 print(f"# {name}: {type(e).__name__}: {str(e)[:300]}", flush=True)
             ok = math.isfinite(err) and err < 0.05
-            print(f"{name:>10} {p['seqlen_q']:>6} {p['causal']:>6} {err:>9.2e} {tf if ok else 0.0:>8.1f}"
+            print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {err:>9.2e} "
+                  f"{tf if ok else 0.0:>8.1f}"
                   f"{'' if ok else '  WRONG'}", flush=True)
-            rows.append(dict(variant=name, seqlen=p["seqlen_q"], causal=p["causal"], rel_err=err,
+            rows.append(dict(variant=name, head_dim=p["head_dim"], seqlen=p["seqlen_q"], causal=p["causal"],
+                             rel_err=err,
                              tflops=tf if ok else 0.0))
         del prob
         torch.cuda.empty_cache()
