@@ -9,7 +9,8 @@ A variant is name=path[:CONST=int,...]; the path is a module defining fmha_fwd_g
 list of the library's kernel (kernels/ is put on sys.path for its imports).
 
 --int8: every variant runs INT8 Q.K^T (QK_INT8=1, BLOCK_DESCALE=1 unless a variant sets them) on int8 Q and K with
-one descale per 64 tokens of each head (as the int8_qk mode's quantization makes them; K not smoothed here) and the
+one descale per 64 tokens of each head (as the int8_qk mode's quantization makes them, quantized here in torch so
+that the sweep needs no build; K not smoothed) and the
 key-permuted e4m3 V^T; the reference attends over the dequantized values. The ring depth stays the FP8 instances'
 (gluon_stages) unless a variant sets NUM_STAGES (the INT8 D=64 instances run 2).
 """
@@ -30,13 +31,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
 sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 
+from common.numerics import DESCALE_BLOCK_TOKENS as DESCALE_BLOCK  # noqa: E402  (the descales' token blocks)
 from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
 from manifest import gluon_stages as stages_of  # noqa: E402  (and its ring depth, unless a variant sets one)
 from operations.fmha_fwd import gluon_pv_pipelined  # noqa: E402  (and its P.V schedule at D=256)
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
-DESCALE_BLOCK = 64  # kernels/common/numerics.py DESCALE_BLOCK_TOKENS
 
 SWITCH_DEFAULTS = {"KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0}
 

@@ -108,6 +108,7 @@ INT_TO_FLOAT_OFFSET = gl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = gl.constexpr(numerics.REF_FLOOR)
 DESCALE_BLOCK = gl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
+FLT_MIN = gl.constexpr(1.1754943508222875e-38)  # float32's smallest normal
 
 # Rows per consumer warpgroup (one wgmma M extent over 4 warps).
 WG_M = gl.constexpr(64)
@@ -468,23 +469,18 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, MMA_K])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, PV_N, MMA_K])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     # Keys [lo_masked_end, full_end) need no mask; the others are a window's left edge or past full_end
     # (key_range).
     masked = (start_n < lo_masked_end) | (start_n >= full_end)
     if QK_INT8 and BLOCK_DESCALE:
         return _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
                                   kd_base, k_descale_stride_blk, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC)
-    if BLOCK_DESCALE:  # each key column's block descale (common/int8_scores.py)
+    if QK_INT8:  # per-tensor descales (already in qk_scale)
+        qk = int8_scores(qk, None, False)
+    elif BLOCK_DESCALE:  # each key column's block descale (common/int8_scores.py)
         gl.static_assert(BLOCK_N <= 2 * DESCALE_BLOCK, "a key tile spans at most two descale blocks")
-        kd = key_block_descales(kd_base, k_descale_stride_blk, start_n,
-                                gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout)), seqlen_k)
-    if QK_INT8:
-        qk = int8_scores(qk, kd if BLOCK_DESCALE else None, BLOCK_DESCALE)
-    elif BLOCK_DESCALE:
-        qk = qk * kd[None, :]
+        qk = qk * key_block_descales(kd_base, k_descale_stride_blk, start_n,
+                                     gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout)), seqlen_k)[None, :]
     if masked:  # uniform branch: only the tiles at the sequence end, the causal diagonal or a window's edges
         cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         # Row i keeps keys i + lo_off <= j < min(seqlen_k, i + hi_off + 1), one compare per score (keep_mask).
@@ -561,8 +557,8 @@ def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_
     if masked:  # uniform branch, as _softmax_tile's
         x = gl.where(keep_mask(start_n + col, offs_m, lo_off, hi_off, seqlen_k), x, float("-inf"))
     kd0, kd1 = key_block_descale_pair(kd_base, k_descale_stride_blk, start_n, seqlen_k)
-    s0 = gl.maximum(qk_scale * kd0, 1.1754943508222875e-38)
-    s1 = gl.maximum(qk_scale * kd1, 1.1754943508222875e-38)
+    s0 = gl.maximum(qk_scale * kd0, FLT_MIN)
+    s1 = gl.maximum(qk_scale * kd1, FLT_MIN)
     first = (col < DESCALE_BLOCK)[None, :]
     x0 = gl.max(gl.where(first, x, float("-inf")), 1)
     x1 = gl.max(gl.where(first, float("-inf"), x), 1)
