@@ -5,10 +5,11 @@ a float64 reference before its time counts. Used to decide what goes into kernel
     python3 bench/sweep_gluon.py --variant new=kernels/fmha_fwd/fmha_fwd_gluon.py:KEY_PERMUTED=1 \
         --variant old=/tmp/old_gluon.py [--csv out.csv] [--seqlens 512,8192]
 
-A variant is name=path[:CONST=int,...]; the path is a module defining fmha_fwd_gluon_kernel with the argument
+A variant is name=path[:CONST=int,...] (BLOCK_N among them sets the key tile, the library's per head dim
+otherwise); the path is a module defining fmha_fwd_gluon_kernel with the argument
 list of the library's kernel (kernels/ is put on sys.path for its imports).
 
---int8: every variant runs INT8 Q.K^T (QK_INT8=1, BLOCK_DESCALE=1 unless a variant sets them) on int8 Q and K with
+--int8: every variant runs INT8 Q.K^T (QK_INT8=1, BLOCK_DESCALE=1) on int8 Q and K with
 one descale per 64 tokens of each head (as the int8_qk mode's quantization makes them, quantized here in torch so
 that the sweep needs no build; K not smoothed) and the
 key-permuted e4m3 V^T; the reference attends over the dequantized values. The ring depth stays the FP8 instances'
@@ -122,30 +123,40 @@ class Problem:
         assert sk % 32 == 0, "the sweep's key-permuted V^T needs whole 32-key blocks"
         self.vt_perm = self.vt[..., key_permutation(sk, self.vt.device)].contiguous()
         self.o = torch.empty(b, s, hq, d, device="cuda", dtype=torch.bfloat16)
-        self.block_n = bn = block_n_of(d)
+        self.block_n = block_n_of(d)
         self.lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
-        self.descs = (
-            TensorDescriptor.from_tensor(self.q, [1, BLOCK_M, 1, d], layout(8, d)),
-            TensorDescriptor.from_tensor(self.k, [1, bn, 1, d], layout(8, d)),
-            TensorDescriptor.from_tensor(self.vt, [1, 1, d, bn], layout(8, bn)),
-            TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16, 2 * d)),
-        )
-        self.vt_perm_desc = TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, bn], layout(8, bn))
+        self._descs = {}
         self.programs = triton.cdiv(s, BLOCK_M) * b * hq
         self.no_offsets = torch.zeros(b + 1, dtype=torch.int32, device="cuda")
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
 
+    def descriptors(self, bn):
+        """(q, k, V^T, o descriptors, the key-permuted V^T's) for key tiles of bn keys, made once per bn."""
+        if bn not in self._descs:
+            d = self.p["head_dim"]
+            self._descs[bn] = ((
+                TensorDescriptor.from_tensor(self.q, [1, BLOCK_M, 1, d], layout(8, d)),
+                TensorDescriptor.from_tensor(self.k, [1, bn, 1, d], layout(8, d)),
+                TensorDescriptor.from_tensor(self.vt, [1, 1, d, bn], layout(8, bn)),
+                TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16, 2 * d)),
+            ), TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, bn], layout(8, bn)))
+        return self._descs[bn]
+
     def launch(self, kernel, constexprs):
         p = self.p
-        descs = list(self.descs)
+        # A variant may set its key tile (BLOCK_N); the library's per head dim otherwise.
+        constexprs = dict(constexprs)
+        block_n = constexprs.pop("BLOCK_N", self.block_n)
+        plain, permuted = self.descriptors(block_n)
+        descs = list(plain)
         # The library's ring depth and P.V schedule for this point, unless the variant sets them.
         library = {"NUM_STAGES": stages_of(p["head_dim"])}
         if "PV_PIPELINED" in kernel.arg_names:
             library["PV_PIPELINED"] = int(gluon_pv_pipelined(p["head_dim"], self.causal))
         constexprs = {**library, **constexprs}
         if constexprs.get("KEY_PERMUTED"):
-            descs[2] = self.vt_perm_desc
+            descs[2] = permuted
         # Persistent versions take the batch and launch at most one program per SM.
         persistent = "batch" in kernel.arg_names
         grid = (min(self.programs, self.sms),) if persistent else (self.programs,)
@@ -166,7 +177,7 @@ class Problem:
                      **strides, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
                      group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra, HEAD_DIM=p["head_dim"],
-                     BLOCK_M=BLOCK_M, BLOCK_N=self.block_n, CAUSAL=self.causal, **constexprs, num_warps=4)
+                     BLOCK_M=BLOCK_M, BLOCK_N=block_n, CAUSAL=self.causal, **constexprs, num_warps=4)
 
     def reference(self, head):
         """float64 attention of batch 0, one query head, on the dequantized inputs."""
@@ -197,7 +208,8 @@ def main():
     args = ap.parse_args()
     variants = [load_variant(v) for v in args.variant]
     if args.int8:
-        variants = [(name, kernel, {"QK_INT8": 1, "BLOCK_DESCALE": 1, **c}) for name, kernel, c in variants]
+        # After the variant's constants: load_variant already filled QK_INT8 = 0 from SWITCH_DEFAULTS.
+        variants = [(name, kernel, {**c, "QK_INT8": 1, "BLOCK_DESCALE": 1}) for name, kernel, c in variants]
     seqlens = {int(s) for s in args.seqlens.split(",") if s}
     rows = []
     print(f"{'variant':>10} {'D':>4} {'S':>6} {'causal':>6} {'rel_err':>9} {'TFLOP/s':>8}", flush=True)

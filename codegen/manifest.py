@@ -59,15 +59,24 @@ def gluon_block_n(head_dim):
     return 64 if head_dim == 256 else 128
 
 
+# The key tile of the Gluon FP8 instances for longer sequences (dense, key-permuted V^T, D=64 and 128): half the
+# per-tile work (row reductions, the fold, barriers) per key. H200, 2026-12-02, bench/sweep_gluon.py (two runs):
+# D=128 full S=1024-16384 +0-10%, causal S>=8192 +4-6%, S=4096 even, shorter causal and S=512 slower (half of
+# each diagonal tile is past the diagonal); D=64 full +9-11%, causal S=8192 +3-6%, S=2048 -7-10%. The tuning
+# table (src/fmha/tuning/tuning_table.csv) sends each bucket to the faster tile.
+GLUON_WIDE_BLOCK_N = 256
+
+
 def gluon_stages(head_dim):
     """The Gluon FP8 instances' K/V ring depth in the default set per head dim (bench/sweep_gluon.py uses the
     same): 3 stages at D=64 (+1-4% on the H200, 2026-12-01), 2 otherwise."""
     return 3 if head_dim == 64 else 2
 
 
-def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False):
-    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, gluon_block_n(head_dim), head_dim, 4,
-                      stages, causal, family="gluon", v_key_permuted=vkperm, block_descale=int8, varlen=varlen)
+def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False, block_n=None):
+    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, block_n or gluon_block_n(head_dim),
+                      head_dim, 4, stages, causal, family="gluon", v_key_permuted=vkperm, block_descale=int8,
+                      varlen=varlen)
 
 
 def _gluon_bf16(causal, head_dim, varlen=False):
@@ -93,6 +102,11 @@ def _default_instances():
     # 3 stages (H200, 2026-12-01, fp8attn_profiler --providers=instance, one run): S=2048 539 / 444 TFLOP/s full /
     # causal, S=8192 609 / 566, against 535 / 441 / 589 / 542 with 2 stages (extra set).
     rows += [_gluon(causal, gluon_stages(64), head_dim=64) for causal in (False, True)]
+    # 256-key tiles (GLUON_WIDE_BLOCK_N), after the 128-key ones: the tuning table picks them per bucket on the H200.
+    # D=64: 3 stages full (664 / 634 TFLOP/s against 2 stages at S=8192), 2 causal (605 / 590).
+    rows += [_gluon(False, 2, block_n=GLUON_WIDE_BLOCK_N), _gluon(True, 2, block_n=GLUON_WIDE_BLOCK_N),
+             _gluon(False, 3, head_dim=64, block_n=GLUON_WIDE_BLOCK_N),
+             _gluon(True, 2, head_dim=64, block_n=GLUON_WIDE_BLOCK_N)]
     # Varlen (packed sequences) on the Gluon kernel: the vkperm FP8 instances above with the packed-sequence path
     # compiled in (packed sequences only; the dense ones compile the path out: carrying it cost them 1-5% on the
     # suite, H200 2026-12-02). bench_varlen.py on the H200 (2026-12-02, two runs): 0.94-0.99x the dense call at

@@ -216,7 +216,11 @@ def _gluon_compile_spec(c: FmhaConfig):
     # accumulator does not fit the 240 registers a consumer thread gets otherwise; gluon_pv_pipelined).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
     bf16 = c.qk_type == "bf16" and c.v_type == "bf16" and not c.block_descale and not c.v_key_permuted
-    tile_ok = ((c.head_dim in (64, 128) and c.block_n == 128) or (c.head_dim == 256 and c.block_n == 64 and not int8))
+    # 256-key tiles: dense FP8 with fp8attn's key-permuted V^T at D=64 and 128 only (INT8's per-block descales pair
+    # two 64-key blocks per tile; a varlen tile must not reach past its sequence's 128-aligned V^T columns).
+    wide_ok = (c.qk_type == "e4m3" and not c.block_descale and c.v_key_permuted and not c.varlen)
+    tile_ok = ((c.head_dim in (64, 128) and (c.block_n == 128 or (c.block_n == 256 and wide_ok)))
+               or (c.head_dim == 256 and c.block_n == 64 and not int8))
     supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
                  (int8 and c.v_type == "e4m3") or bf16) and (
                  c.out_type == "bf16" and c.acc_type == "f32"
@@ -229,9 +233,9 @@ def _gluon_compile_spec(c: FmhaConfig):
         raise ValueError(f"{name_of(c)}: varlen is an e4m3 or bf16 variant up to head_dim 128")
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
-                         "-> bf16, 128x128x64, 128x128x128 or 128x64x256, w4 (two consumer "
-                         "warpgroups of 64 rows + a producer warp), 2 or 3 stages, FP8 V^T (optionally vkperm), no "
-                         "ws/evenn/vnat/softcap")
+                         "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm only) or "
+                         "128x64x256, w4 (two consumer warpgroups of 64 rows + a producer warp), 2 or 3 stages, FP8 V^T "
+                         "(optionally vkperm), no ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
     row_swizzle = min(128, c.head_dim * (2 if bf16 else 1))  # bytes per row of head_dim elements

@@ -14,8 +14,9 @@ Each consumer warpgroup runs its own online softmax over its 64 rows with wgmma:
 shared memory (K viewed K-major through a permuted view), then P (rounded to e4m3 in registers, the dot
 operand layout of the A operand) times V^T's tile viewed as [BLOCK_N, HEAD_DIM] K-major. Per KV tile j a
 warpgroup waits for S_j, runs the softmax, then issues P_j V_j and S_{j+1} back to back and folds P_j V_j
-into the accumulator while S_{j+1} runs; the two warpgroups share the K/V ring but not their softmax state,
-so one's exponentials run under the other's MMAs. Two things in that order are deliberate (see SASS):
+into the accumulator while S_{j+1} runs (except at 256-key tiles and D=128, where S_{j+1} beside the fresh
+product does not fit the registers: there P_j V_j is folded first, _consumer's S_AHEAD); the two warpgroups share
+the K/V ring but not their softmax state, so one's exponentials run under the other's MMAs. Two things in that order are deliberate (see SASS):
   * P_j is made and consumed within one loop step: carried across the loop's back edge (as an earlier
     version issued P_{j-1} V_{j-1} with S_j), Triton keeps its e4m3 values as separate bytes and unpacks and
     repacks them, ~120 PRMT per tile and warp;
@@ -617,6 +618,13 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     # PV_PIPELINED: eight [64, 32] parts, two in flight (_pv_parts_pipelined), instead of four [64, 64] ones.
     PV_N: gl.constexpr = (32 if PV_PIPELINED else 64) if PARTS else HEAD_DIM
     NUM_PARTS: gl.constexpr = HEAD_DIM // PV_N
+    # S_AHEAD: S_{j+1} issued beside P_j V_j, folded while S_{j+1} runs, when the registers hold S_{j+1} (BLOCK_N / 2
+    # a thread), P_j (BLOCK_N / 8), O and the fresh product (HEAD_DIM / 2 each) at once: 208 at 128-key tiles and
+    # D=128, 224 at 256-key tiles and D=64. At 256-key tiles and D=128 (288) ptxas serializes every wgmma and spills
+    # (C7512), so there P_j V_j is waited for and folded first; the 256-key tile is still the faster one where the
+    # loop dominates (docs/perf/NOTES.md, 2026-12-02). D=256 (column parts) and BF16 keep their own schedule.
+    S_AHEAD: gl.constexpr = PARTS or V_NATURAL or (BLOCK_N // 2 + BLOCK_N // 8 + HEAD_DIM <= 224)
+    gl.static_assert(S_AHEAD or not SUM_ON_TC, "SUM_ON_TC needs the S-ahead schedule")
     # BF16 at D=256: both warpgroups share one O buffer (shared memory), taking turns (o_free).
     O_SHARED: gl.constexpr = HEAD_DIM > 128 and V_NATURAL
     gl.static_assert(not PARTS or ((NUM_PARTS == 4 or NUM_PARTS == 8) and not SUM_ON_TC),
@@ -710,17 +718,25 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                 if SUM_ON_TC:
                     ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
                                        use_acc=False, is_async=True)
-                mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
-                                   _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
-                if SUM_ON_TC:
-                    pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
-                    l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
-                elif not PARTS:
-                    pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
-                mbarrier.arrive(v_empty.index(s), count=1)
-                if not PARTS:
+                if S_AHEAD:
+                    mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
+                    qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
+                                       _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
+                    if SUM_ON_TC:
+                        pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
+                        l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
+                    elif not PARTS:
+                        pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
+                    mbarrier.arrive(v_empty.index(s), count=1)
+                    if not PARTS:
+                        acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
+                else:  # P_j V_j waited for and folded before S_{j+1} is issued (S_AHEAD above says why)
+                    pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
+                    mbarrier.arrive(v_empty.index(s), count=1)
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
+                    mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
+                    qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
+                                       _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
             qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
