@@ -16,7 +16,8 @@ operand layout of the A operand) times V^T's tile viewed as [BLOCK_N, HEAD_DIM] 
 warpgroup waits for S_j, runs the softmax, then issues P_j V_j and S_{j+1} back to back and folds P_j V_j
 into the accumulator while S_{j+1} runs (except at 256-key tiles and D=128, where S_{j+1} beside the fresh
 product does not fit the registers: there P_j V_j is folded first, _consumer's S_AHEAD); the two warpgroups share
-the K/V ring but not their softmax state, so one's exponentials run under the other's MMAs. Two things in that order are deliberate (see SASS):
+the K/V ring but not their softmax state, so one's exponentials run under the other's MMAs. Two things in that
+order are deliberate (see SASS):
   * P_j is made and consumed within one loop step: carried across the loop's back edge (as an earlier
     version issued P_{j-1} V_{j-1} with S_j), Triton keeps its e4m3 values as separate bytes and unpacks and
     repacks them, ~120 PRMT per tile and warp;
@@ -443,9 +444,21 @@ def _pv_fold(acc, pv, rescale, HEAD_DIM: gl.constexpr, V_NATURAL: gl.constexpr, 
     return out
 
 
+@gluon.constexpr_function
+def _sum_width(SUM_ON_TC):
+    """N of SUM_ON_TC's ones operand: 16 for SUM_ON_TC = 1 (or True), else the value itself (bench/sweep_gluon.py
+    tries 8, 16, 32, 64). With N = 8 the row sums came out wrong on the H200 (2026-12-02: about half of the
+    operand read from outside its [8, BLOCK_N] buffer; Triton 3.6 sets the descriptor's stride byte offset to 0
+    for an 8-row operand), so the default is the next width. Off: 8 (the placeholder buffer stays 8 rows, so the
+    instances without the switch keep their shared memory)."""
+    if not SUM_ON_TC:
+        return 8
+    return 16 if SUM_ON_TC == 1 else SUM_ON_TC
+
+
 @gluon.jit
 def _tile_row_sum(ls, row_layout: gl.constexpr):
-    """Row sums of P from the [64, 8] product P x [ones, zeros...]: column 0 holds them, the others are 0."""
+    """Row sums of P from the [64, SUM_N] product P x [ones, zeros...]: column 0 holds them, the others are 0."""
     return gl.convert_layout(gl.sum(ls, 1), row_layout)
 
 
@@ -636,10 +649,11 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, MMA_K])
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
-    # SUM_ON_TC: the row sums of P come from the tensor cores, as P times an [BLOCK_N, 8] operand whose first
+    # SUM_ON_TC: the row sums of P come from the tensor cores, as P times an [BLOCK_N, SUM_N] operand whose first
     # column is ones (ones_smem): 4 small MMAs per tile instead of 64 FADDs per thread.
+    SUM_N: gl.constexpr = _sum_width(SUM_ON_TC)
     sum_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, 8, 32])
+                                                         instr_shape=[16, SUM_N, 32])
     # This warpgroup's rows of the Q block, straight from shared memory as the A operand.
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
@@ -716,7 +730,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
                 if SUM_ON_TC:
-                    ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
+                    ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, SUM_N], gl.float32, sum_layout),
                                        use_acc=False, is_async=True)
                 if S_AHEAD:
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
@@ -753,7 +767,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
             acc, pv = _pv_issue(p8, v_bufs, last % NUM_STAGES, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL,
                                 o_layout)
             if SUM_ON_TC:
-                ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, 8], gl.float32, sum_layout),
+                ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, SUM_N], gl.float32, sum_layout),
                                    use_acc=False, is_async=True)
                 pv, ls = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ls))
                 l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
@@ -871,14 +885,15 @@ def fmha_fwd_gluon_kernel(
         o_smem1 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
         o_free = o_smem0  # unused (a placeholder of the parameter)
 
-    # [8, BLOCK_N] e4m3, K-major for the row-sum MMA (SUM_ON_TC): row 0 ones, rows 1-7 zeros.
-    ones_smem = gl.allocate_shared_memory(gl.float8e4nv, [8, BLOCK_N],
+    # [SUM_N, BLOCK_N] e4m3, K-major for the row-sum MMA (SUM_ON_TC): row 0 ones, the other rows zeros.
+    SUM_N: gl.constexpr = _sum_width(SUM_ON_TC)
+    ones_smem = gl.allocate_shared_memory(gl.float8e4nv, [SUM_N, BLOCK_N],
                                           gl.NVMMASharedLayout(swizzle_byte_width=min(128, BLOCK_N),
                                                                element_bitwidth=8, rank=2))
     if SUM_ON_TC:
         ones_layout: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [gl.num_warps(), 1], [1, 0])
-        row = gl.arange(0, 8, layout=gl.SliceLayout(1, ones_layout))
-        ones = gl.where(row[:, None] == 0, 1.0, 0.0) + gl.zeros([8, BLOCK_N], gl.float32, ones_layout)
+        row = gl.arange(0, SUM_N, layout=gl.SliceLayout(1, ones_layout))
+        ones = gl.where(row[:, None] == 0, 1.0, 0.0) + gl.zeros([SUM_N, BLOCK_N], gl.float32, ones_layout)
         ones_smem.store(ones.to(gl.float8e4nv))
         fence_async_shared()
 
