@@ -79,9 +79,9 @@ share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room fo
 o_free mbarrier, released after a warpgroup's TMA store has read it.
 
 SUM_ON_TC (a switch for bench/sweep_gluon.py, off in the library until measured): each tile's row sums of P come
-from the tensor cores (P times an [BLOCK_N, 8] operand whose first column is ones) instead of 64 FADDs per
-thread (inner loop 576 -> 522 SASS instructions per warp). They are then sums of the e4m3-rounded P, the
-weights P V actually applies, accumulated by the MMA.
+from the tensor cores (P times a [BLOCK_N, SUM_N] operand whose first column is ones, SUM_N = 16 by default:
+_sum_width) instead of BLOCK_N / 2 FADDs per thread (D=128: 675 -> 624 SASS instructions per loop iteration).
+They are then sums of the e4m3-rounded P, the weights P V actually applies, accumulated by the MMA.
 
 The library compiles both: KEY_PERMUTED ("vkperm") for the V^T its kperm transpose writes, and the plain
 order for a caller's sequence-contiguous V.
@@ -453,7 +453,9 @@ def _sum_width(SUM_ON_TC):
     instances without the switch keep their shared memory)."""
     if not SUM_ON_TC:
         return 8
-    return 16 if SUM_ON_TC == 1 else SUM_ON_TC
+    width = 16 if SUM_ON_TC == 1 else SUM_ON_TC
+    assert width in (8, 16, 32, 64), f"SUM_ON_TC: the ones operand is 8, 16, 32 or 64 wide, not {width}"
+    return width
 
 
 @gluon.jit
@@ -621,7 +623,8 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
-    into the accumulator as soon as it is done, while S_{j+1} still runs. P_j is made and used within the
+    into the accumulator as soon as it is done, while S_{j+1} still runs (S_AHEAD; at 256-key tiles and D=128,
+    P_j V_j is waited for and folded before S_{j+1} is issued). P_j is made and used within the
     step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked). FP8 at HEAD_DIM =
     256: O is four [64, 64] accumulators and P.V runs in four column parts (_pv_parts); BF16 at 256: one [64, 256]
     accumulator, O buffer shared (o_free)."""
@@ -650,7 +653,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
                                                        instr_shape=[16, BLOCK_N, MMA_K])
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
     # SUM_ON_TC: the row sums of P come from the tensor cores, as P times an [BLOCK_N, SUM_N] operand whose first
-    # column is ones (ones_smem): 4 small MMAs per tile instead of 64 FADDs per thread.
+    # column is ones (ones_smem): BLOCK_N / 32 small MMAs per tile instead of BLOCK_N / 2 FADDs per thread.
     SUM_N: gl.constexpr = _sum_width(SUM_ON_TC)
     sum_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, SUM_N, 32])
