@@ -62,9 +62,8 @@ def gluon_block_n(head_dim):
 # The key tile of the Gluon FP8 instances for longer sequences (dense, key-permuted V^T, D=64 and 128): half the
 # per-tile work (row reductions, the fold, barriers) per key. H200, 2026-12-02, bench/sweep_gluon.py (two runs):
 # D=128 full +7-11% at S=1024-4096 and 16384, +0-4% at 8192, causal S>=8192 +4-6%, S=4096 even, shorter causal
-# and S=512 slower (half of
-# each diagonal tile is past the diagonal); D=64 full +9-11%, causal S=8192 +3-6%, S=2048 -7-10%. The tuning
-# table (src/fmha/tuning/tuning_table.csv) sends each bucket to the faster tile.
+# and S=512 slower (half of each diagonal tile is past the diagonal); D=64 full +9-11%, causal S=8192 +3-6%,
+# S=2048 -7-10%. The tuning table (src/fmha/tuning/tuning_table.csv) sends each bucket to the faster tile.
 GLUON_WIDE_BLOCK_N = 256
 
 

@@ -234,8 +234,8 @@ def _gluon_compile_spec(c: FmhaConfig):
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
                          "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm only) or "
-                         "128x64x256, w4 (two consumer warpgroups of 64 rows + a producer warp), 2 or 3 stages, FP8 V^T "
-                         "(optionally vkperm), no ws/evenn/vnat/softcap")
+                         "128x64x256, w4 (two consumer warpgroups of 64 rows + a producer warp), 2 or 3 stages, "
+                         "FP8 V^T (optionally vkperm), no ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
     row_swizzle = min(128, c.head_dim * (2 if bf16 else 1))  # bytes per row of head_dim elements
