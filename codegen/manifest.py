@@ -53,10 +53,13 @@ def _int8_qk(d, causal):
     return FmhaConfig("i8", "e4m3", "f32", "bf16", 128, 128, d, 8, 3, causal, block_descale=True)
 
 
-def gluon_block_n(head_dim):
-    """The Gluon kernel's key tile per head dim: 64 keys at D=256 (shared memory), 128 otherwise (bench/sweep_gluon.py
-    uses the same)."""
-    return 64 if head_dim == 256 else 128
+def gluon_block_n(head_dim, bf16=False):
+    """The Gluon kernel's key tile per head dim (bench/sweep_gluon.py uses the same): 128 keys, except BF16 at
+    D=256, whose bf16 Q and K/V stages leave shared memory for 64 only. FP8 at D=256 with 128-key tiles uses 229824
+    of the 232448 bytes (Q 32 KB, two K and two V^T stages of 32 KB, two O buffers of 32 KB); against 64-key tiles
+    on the H200 (2026-12-02, bench/sweep_gluon.py, TFLOP/s): S=2048 846 -> 1002 full, 706 -> 786 causal; S=8192
+    881 -> 1043, 831 -> 905 (half the per-tile row work and barriers per key, -24% loop instructions)."""
+    return 64 if head_dim == 256 and bf16 else 128
 
 
 # The key tile of the Gluon FP8 instances for longer sequences (dense, key-permuted V^T, D=64 and 128): half the
@@ -81,7 +84,7 @@ def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False, 
 
 def _gluon_bf16(causal, head_dim, varlen=False):
     # BF16 on the Gluon kernel: V read as given (no transpose), P rounded to bf16.
-    return FmhaConfig("bf16", "bf16", "f32", "bf16", 128, gluon_block_n(head_dim), head_dim, 4, 2, causal,
+    return FmhaConfig("bf16", "bf16", "f32", "bf16", 128, gluon_block_n(head_dim, bf16=True), head_dim, 4, 2, causal,
                       family="gluon", varlen=varlen)
 
 
@@ -112,11 +115,10 @@ def _default_instances():
     # suite, H200 2026-12-02). bench_varlen.py on the H200 (2026-12-02, two runs): 0.94-0.99x the dense call at
     # the same work, against 0.48-0.83x for the Triton varlen path.
     rows += [_gluon(causal, gluon_stages(d), head_dim=d, varlen=True) for d in (128, 64) for causal in (False, True)]
-    # D=256 on the same kernel (O in column parts, 64-key tiles; eight parts two in flight for full attention,
-    # operations/fmha_fwd.py: gluon_pv_pipelined). bench_vs_cudnn.py on the H200 (2026-12-01):
-    # S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712 with V^T given; 761 / 567 / 831 / 702 with the V
-    # transpose on every call (a second run), against 550 / 432 / 604 / 598 for the Triton D=256 instance (transpose
-    # included).
+    # D=256 on the same kernel (O in column parts, eight parts two in flight: operations/fmha_fwd.py,
+    # gluon_pv_pipelined), 128-key tiles since 2026-12-02 (gluon_block_n). With 64-key tiles bench_vs_cudnn.py on
+    # the H200 (2026-12-01) read S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712 with V^T given, against
+    # 550 / 432 / 604 / 598 for the Triton D=256 instance (transpose included).
     rows += [_gluon(causal, 2, head_dim=256) for causal in (False, True)]
     # BF16 on the Gluon kernel (V read as given, P in bf16): fp8attn_profiler --suite=standard --dtype=bf16
     # --providers=instance on the H200 (2026-12-01): D=128 586-631 TFLOP/s full, 355-559 causal (S=512..16k),

@@ -202,25 +202,29 @@ GLUON_WG_M = 64
 
 def gluon_pv_pipelined(head_dim, causal):
     """Whether the Gluon FP8 kernel runs P.V at D=256 in eight [64, 32] column parts, two in flight (PV_PIPELINED),
-    instead of four [64, 64] parts waited for one at a time; bench/sweep_gluon.py uses the same. H200, 2026-12-01
-    (sweep, one run, TFLOP/s): full attention S=2048 787 -> 850, S=8192 832 -> 886; causal 715 -> 703 and 853 -> 797
-    (the extra waits between parts bring fence barriers, and a causal block's short rows leave less to overlap).
-    So full attention only; D <= 128 has no column parts."""
-    return head_dim == 256 and not causal
+    instead of four [64, 64] parts waited for one at a time; bench/sweep_gluon.py uses the same. With 64-key tiles
+    it paid for full attention only (H200, 2026-12-01: S=2048 787 -> 850, S=8192 832 -> 886 TFLOP/s; causal
+    715 -> 703 and 853 -> 797). With the 128-key tiles FP8 runs at D=256 since 2026-12-02 it is needed for both
+    masks: the four-part causal schedule spills 13 registers a tile in the loop, the pipelined one none (ptxas),
+    and the 128-key pipelined tile ran 1-19% faster than the 64-key library at every D=256 point (sweep).
+    D <= 128 has no column parts."""
+    del causal  # kept in the signature: the choice has depended on the mask, and may again
+    return head_dim == 256
 
 
 def _gluon_compile_spec(c: FmhaConfig):
     _, _, params, _ = kernel_of(c)
-    # head_dim 256: 64-key tiles (shared memory: e4m3 Q 32 KB, two K and two V^T stages 64 KB, O 64 KB; bf16 Q 64 KB,
-    # K and V stages 128 KB, one O buffer the warpgroups share 32 KB); e4m3 P.V in column parts (the two-level
-    # accumulator does not fit the 240 registers a consumer thread gets otherwise; gluon_pv_pipelined).
+    # head_dim 256: e4m3 128-key tiles (shared memory: Q 32 KB, two K and two V^T stages 128 KB, O 64 KB; 64 keys
+    # compile too), bf16 64-key tiles (Q 64 KB, K and V stages 128 KB, one O buffer the warpgroups share 32 KB);
+    # e4m3 P.V in column parts (the two-level accumulator does not fit the 240 registers a consumer thread gets
+    # otherwise; gluon_pv_pipelined).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
     bf16 = c.qk_type == "bf16" and c.v_type == "bf16" and not c.block_descale and not c.v_key_permuted
     # 256-key tiles: dense FP8 with fp8attn's key-permuted V^T at D=64 and 128 only (INT8's per-block descales pair
     # two 64-key blocks per tile; a varlen tile must not reach past its sequence's 128-aligned V^T columns).
     wide_ok = (c.qk_type == "e4m3" and not c.block_descale and c.v_key_permuted and not c.varlen)
     tile_ok = ((c.head_dim in (64, 128) and (c.block_n == 128 or (c.block_n == 256 and wide_ok)))
-               or (c.head_dim == 256 and c.block_n == 64 and not int8))
+               or (c.head_dim == 256 and (c.block_n == 64 or (c.block_n == 128 and not bf16)) and not int8))
     supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
                  (int8 and c.v_type == "e4m3") or bf16) and (
                  c.out_type == "bf16" and c.acc_type == "f32"
@@ -233,8 +237,9 @@ def _gluon_compile_spec(c: FmhaConfig):
         raise ValueError(f"{name_of(c)}: varlen is an e4m3 or bf16 variant up to head_dim 128")
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
-                         "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm only) or "
-                         "128x64x256, w4 (two consumer warpgroups of 64 rows + a producer warp), 2 or 3 stages, "
+                         "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm only), "
+                         "128x128x256 (e4m3) or 128x64x256, w4 (two consumer warpgroups of 64 rows + a producer "
+                         "warp), 2 or 3 stages, "
                          "FP8 V^T (optionally vkperm), no ws/evenn/vnat/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
