@@ -9,6 +9,9 @@ A variant is name=path[:CONST=int,...] (BLOCK_N among them sets the key tile, th
 otherwise); the path is a module defining fmha_fwd_gluon_kernel with the argument
 list of the library's kernel (kernels/ is put on sys.path for its imports).
 
+A variant with TRANSPOSE_V=1 (and KEY_PERMUTED=1) gets V itself, head_dim contiguous, and transposes it in the
+kernel; the e2e column adds the library's transpose kernel (timed on the same V) to every other variant's time.
+
 --int8: every variant runs INT8 Q.K^T (QK_INT8=1, BLOCK_DESCALE=1) on int8 Q and K with
 one descale per 64 tokens of each head (as the int8_qk mode's quantization makes them, quantized here in torch so
 that the sweep needs no build; K not smoothed) and the
@@ -40,7 +43,7 @@ from operations.fmha_fwd import gluon_pv_pipelined  # noqa: E402  (and its P.V s
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
 
-SWITCH_DEFAULTS = {"KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0}
+SWITCH_DEFAULTS = {"KEY_PERMUTED": 0, "SUM_ON_TC": 0, "QK_INT8": 0, "BLOCK_DESCALE": 0, "TRANSPOSE_V": 0}
 
 
 def load_variant(spec):
@@ -132,7 +135,8 @@ class Problem:
         self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
 
     def descriptors(self, bn):
-        """(q, k, V^T, o descriptors, the key-permuted V^T's) for key tiles of bn keys, made once per bn."""
+        """(q, k, V^T, o descriptors, the key-permuted V^T's, V's own) for key tiles of bn keys, made once per
+        bn."""
         if bn not in self._descs:
             d = self.p["head_dim"]
             self._descs[bn] = ((
@@ -140,7 +144,8 @@ class Problem:
                 TensorDescriptor.from_tensor(self.k, [1, bn, 1, d], layout(8, d)),
                 TensorDescriptor.from_tensor(self.vt, [1, 1, d, bn], layout(8, bn)),
                 TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16, 2 * d)),
-            ), TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, bn], layout(8, bn)))
+            ), TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, bn], layout(8, bn)),
+                TensorDescriptor.from_tensor(self.v, [1, bn, 1, d], layout(8, d)))
         return self._descs[bn]
 
     def launch(self, kernel, constexprs):
@@ -148,14 +153,16 @@ class Problem:
         # A variant may set its key tile (BLOCK_N); the library's per head dim otherwise.
         constexprs = dict(constexprs)
         block_n = constexprs.pop("BLOCK_N", self.block_n)
-        plain, permuted = self.descriptors(block_n)
+        plain, permuted, natural = self.descriptors(block_n)
         descs = list(plain)
         # The library's ring depth and P.V schedule for this point, unless the variant sets them.
         library = {"NUM_STAGES": stages_of(p["head_dim"])}
         if "PV_PIPELINED" in kernel.arg_names:
             library["PV_PIPELINED"] = int(gluon_pv_pipelined(p["head_dim"], self.causal))
         constexprs = {**library, **constexprs}
-        if constexprs.get("KEY_PERMUTED"):
+        if constexprs.get("TRANSPOSE_V"):  # the kernel transposes V itself (key-permuted)
+            descs[2] = natural
+        elif constexprs.get("KEY_PERMUTED"):
             descs[2] = permuted
         # Persistent versions take the batch and launch at most one program per SM.
         persistent = "batch" in kernel.arg_names
@@ -178,6 +185,25 @@ class Problem:
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
                      group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra, HEAD_DIM=p["head_dim"],
                      BLOCK_M=BLOCK_M, BLOCK_N=block_n, CAUSAL=self.causal, **constexprs, num_warps=4)
+
+    def transpose_ms(self):
+        """The library's V -> key-permuted V^T transpose (kernels/transpose_v, 128 keys a program, 4 warps) on this
+        problem's V, median ms: what a variant reading a V^T pays per call on top of its own time when the caller
+        gives V head_dim contiguous (the TRANSPOSE_V variants pay nothing)."""
+        from transpose_v.transpose_v_triton import transpose_v_kernel
+        b, sk, hkv, d = self.v.shape
+        pad = triton.cdiv(sk, 32) * 32
+        vt = torch.empty(b, hkv, d, pad, device="cuda", dtype=torch.uint8)
+        v8 = self.v.view(torch.uint8)
+        grid = (triton.cdiv(pad, 128) * b * hkv,)
+
+        def run():
+            transpose_v_kernel[grid](v8, vt, sk, pad, hkv, v8.stride(0), v8.stride(2), v8.stride(1), self.no_offsets,
+                                     0, 0, HEAD_DIM=d, BLOCK_S=128, KEY_PERMUTED=True, num_warps=4)
+        run()
+        torch.cuda.synchronize()
+        assert torch.equal(vt[..., :sk], self.vt_perm.view(torch.uint8)[..., :sk]), "transpose_v != the sweep's V^T"
+        return triton.testing.do_bench(run, warmup=25, rep=200, return_mode="median")
 
     def reference(self, head):
         """float64 attention of batch 0, one query head, on the dequantized inputs."""
@@ -212,11 +238,12 @@ def main():
         variants = [(name, kernel, {**c, "QK_INT8": 1, "BLOCK_DESCALE": 1}) for name, kernel, c in variants]
     seqlens = {int(s) for s in args.seqlens.split(",") if s}
     rows = []
-    print(f"{'variant':>10} {'D':>4} {'S':>6} {'causal':>6} {'rel_err':>9} {'TFLOP/s':>8}", flush=True)
+    print(f"{'variant':>10} {'D':>4} {'S':>6} {'causal':>6} {'rel_err':>9} {'TFLOP/s':>8} {'e2e':>8}", flush=True)
     for p in suite_points(args.suite, seqlens, {int(d) for d in args.head_dims.split(",")}):
         prob = Problem(p, int8=args.int8)
         head = p["heads_q"] // 2
         ref = prob.reference(head)
+        t_ms = prob.transpose_ms()
         for name, kernel, constexprs in variants:
             try:
                 prob.o.fill_(float("nan"))
@@ -229,16 +256,19 @@ def main():
                 ms = triton.testing.do_bench(lambda: prob.launch(kernel, constexprs), warmup=25, rep=200,
                                              return_mode="median")
                 tf = prob.flops / ms * 1e-9
+                # End to end for a caller whose V is head_dim contiguous: the transpose added unless the variant
+                # reads V itself.
+                tf_e2e = prob.flops / (ms + (0 if constexprs.get("TRANSPOSE_V") else t_ms)) * 1e-9
             except Exception as e:  # a variant that does not compile or run is a row, not a crash
-                err, tf = float("nan"), 0.0
+                err, tf, tf_e2e = float("nan"), 0.0, 0.0
                 print(f"# {name}: {type(e).__name__}: {str(e)[:300]}", flush=True)
             ok = math.isfinite(err) and err < 0.05
             print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {err:>9.2e} "
-                  f"{tf if ok else 0.0:>8.1f}"
+                  f"{tf if ok else 0.0:>8.1f} {tf_e2e if ok else 0.0:>8.1f}"
                   f"{'' if ok else '  WRONG'}", flush=True)
             rows.append(dict(variant=name, head_dim=p["head_dim"], seqlen=p["seqlen_q"], causal=p["causal"],
                              rel_err=err,
-                             tflops=tf if ok else 0.0))
+                             tflops=tf if ok else 0.0, tflops_e2e=tf_e2e if ok else 0.0))
         del prob
         torch.cuda.empty_cache()
     if args.csv:

@@ -261,7 +261,8 @@ def _gluon_compile_spec(c: FmhaConfig):
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
-                  "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal), "VARLEN": c.varlen}
+                  "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal), "VARLEN": c.varlen,
+                  "TRANSPOSE_V": False, "RAW_STAGES": 2}
     return params, types, constexprs, c.warps, c.stages
 
 
