@@ -76,10 +76,10 @@ def gluon_stages(head_dim):
     return 3 if head_dim == 64 else 2
 
 
-def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False, block_n=None):
+def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False, block_n=None, vnat=False):
     return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, block_n or gluon_block_n(head_dim),
-                      head_dim, 4, stages, causal, family="gluon", v_key_permuted=vkperm, block_descale=int8,
-                      varlen=varlen)
+                      head_dim, 4, stages, causal, family="gluon", v_natural=vnat, v_key_permuted=vkperm and not vnat,
+                      block_descale=int8, varlen=varlen)
 
 
 def _gluon_bf16(causal, head_dim, varlen=False):
@@ -110,6 +110,16 @@ def _default_instances():
     rows += [_gluon(False, 2, block_n=GLUON_WIDE_BLOCK_N), _gluon(True, 2, block_n=GLUON_WIDE_BLOCK_N),
              _gluon(False, 3, head_dim=64, block_n=GLUON_WIDE_BLOCK_N),
              _gluon(True, 2, head_dim=64, block_n=GLUON_WIDE_BLOCK_N)]
+    # "vnat" on the Gluon kernel: V read as given (head_dim contiguous) and transposed tile by tile by the producer
+    # (TRANSPOSE_V), so a call makes one launch instead of the kperm transpose's and the attention's. The kernel
+    # runs 9-12% slower than with V^T given, which the saved transpose (0.074 ms at every point of the suite)
+    # outweighs only on short rows: end to end (bench/sweep_gluon.py, H200 2026-12-02, TFLOP/s, the best vkperm
+    # tile with the transpose -> vnat) D=128 S=512 full 599 -> 657 (256-key tile), causal 355 -> 409, S=1024 causal
+    # 515 -> 556, D=64 S=2048 causal 441 -> 456; longer rows 3-19% slower. The tuning table picks them per bucket;
+    # the heuristic's default pass never (manifest order puts the vkperm instances first, and vnat instances serve
+    # its single-launch pass for tiny calls only).
+    rows += [_gluon(False, 2, block_n=GLUON_WIDE_BLOCK_N, vnat=True), _gluon(True, 2, vnat=True),
+             _gluon(True, gluon_stages(64), head_dim=64, vnat=True)]
     # Varlen (packed sequences) on the Gluon kernel: the vkperm FP8 instances above with the packed-sequence path
     # compiled in (packed sequences only; the dense ones compile the path out: carrying it cost them 1-5% on the
     # suite, H200 2026-12-02). bench_varlen.py on the H200 (2026-12-02, two runs): 0.94-0.99x the dense call at

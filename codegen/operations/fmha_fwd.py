@@ -7,7 +7,8 @@
     ws      warp-specialized main loop (a producer partition issues the TMA loads)
     evenn   no masked tail: only valid when seqlen_k % BN == 0 and not causal
     vnat    FP8 only: reads V in its natural (head_dim-contiguous) layout and transposes each tile on chip,
-            instead of reading the V^T that a separate transpose kernel writes (one launch per call, not two)
+            instead of reading the V^T that a separate transpose kernel writes (one launch per call, not two);
+            on the gluon kernel (dense e4m3, D=64/128) the producer warpgroup writes a key-permuted V^T ring
     vkperm  FP8 gluon only: reads the key-permuted V^T that the kperm transpose writes, so that P goes to the
             P.V MMA without a register shuffle; cannot read a caller's sequence-contiguous V directly
     bdesc   per-block q and k descales (one per 64 tokens, the quantize operation's blocks) applied in the tile;
@@ -212,6 +213,19 @@ def gluon_pv_pipelined(head_dim, causal):
     return head_dim == 256
 
 
+# Shared memory a CTA may use on sm_90 (227 KB).
+SM90_SHARED_BYTES = 232448
+
+
+def gluon_raw_stages(c: FmhaConfig):
+    """Raw V slots of a vnat Gluon instance (TRANSPOSE_V): two when shared memory holds them beside Q, the K and
+    V^T ring and the two O buffers (the next tile's load then overlaps this tile's transpose), else one
+    (128x256x128: 176 KB + 2 x 32 KB would pass the 227 KB)."""
+    ring = c.block_m * c.head_dim + 2 * c.stages * c.block_n * c.head_dim + 2 * GLUON_WG_M * c.head_dim * 2
+    raw = c.block_n * c.head_dim
+    return 2 if ring + 2 * raw + 1024 <= SM90_SHARED_BYTES else 1
+
+
 def _gluon_compile_spec(c: FmhaConfig):
     _, _, params, _ = kernel_of(c)
     # head_dim 256: e4m3 128-key tiles (shared memory: Q 32 KB, two K and two V^T stages 128 KB, O 64 KB; 64 keys
@@ -220,17 +234,23 @@ def _gluon_compile_spec(c: FmhaConfig):
     # otherwise; gluon_pv_pipelined).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
     bf16 = c.qk_type == "bf16" and c.v_type == "bf16" and not c.block_descale and not c.v_key_permuted
-    # 256-key tiles: dense FP8 with fp8attn's key-permuted V^T at D=64 and 128 only (INT8's per-block descales pair
-    # two 64-key blocks per tile; a varlen tile must not reach past its sequence's 128-aligned V^T columns).
-    wide_ok = (c.qk_type == "e4m3" and not c.block_descale and c.v_key_permuted and not c.varlen)
+    # "vnat" on the Gluon kernel: dense e4m3 at D=64 and 128, V read as the caller gives it (head_dim contiguous)
+    # and transposed tile by tile by the producer into a key-permuted V^T ring of its own (TRANSPOSE_V): no
+    # transpose launch, at the cost of the producer's issue slots and a raw slot of shared memory per stage.
+    transpose_v = (c.v_natural and c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale
+                   and not c.v_key_permuted and not c.varlen and c.head_dim in (64, 128))
+    # 256-key tiles: dense FP8 with fp8attn's key-permuted V^T (or transposed in the kernel) at D=64 and 128 only
+    # (INT8's per-block descales pair two 64-key blocks per tile; a varlen tile must not reach past its sequence's
+    # 128-aligned V^T columns).
+    wide_ok = (c.qk_type == "e4m3" and not c.block_descale and (c.v_key_permuted or transpose_v) and not c.varlen)
     tile_ok = ((c.head_dim in (64, 128) and (c.block_n == 128 or (c.block_n == 256 and wide_ok)))
                or (c.head_dim == 256 and (c.block_n == 64 or (c.block_n == 128 and not bf16)) and not int8))
     supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
                  (int8 and c.v_type == "e4m3") or bf16) and (
                  c.out_type == "bf16" and c.acc_type == "f32"
                  and c.block_m == 2 * GLUON_WG_M and tile_ok and c.warps == 4
-                 and c.stages in (2, 3) and not c.warp_specialized and not c.even_n and not c.v_natural
-                 and not c.softcap)
+                 and c.stages in (2, 3) and not c.warp_specialized and not c.even_n
+                 and (not c.v_natural or transpose_v) and not c.softcap)
     if c.varlen and not (c.qk_type in ("e4m3", "bf16") and c.head_dim <= 128 and not c.block_descale):
         # At head_dim 256 the path's registers raised the spills (108 -> 132 bytes); per-block descales (INT8
         # Q.K^T) would straddle sequences (the host refuses them).
@@ -240,7 +260,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                          "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm only), "
                          "128x128x256 (e4m3) or 128x64x256, w4 (two consumer warpgroups of 64 rows + a producer "
                          "warp), 2 or 3 stages, "
-                         "FP8 V^T (optionally vkperm), no ws/evenn/vnat/softcap")
+                         "FP8 V^T (optionally vkperm; vnat: dense e4m3 at head_dim 64/128), no ws/evenn/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
     row_swizzle = min(128, c.head_dim * (2 if bf16 else 1))  # bytes per row of head_dim elements
@@ -249,9 +269,10 @@ def _gluon_compile_spec(c: FmhaConfig):
         # V^T: [batch, heads_kv, head_dim, seqlen_k] (sequence contiguous).
         "q_desc": gluon_tensordesc(io, [1, c.block_m, 1, c.head_dim], row_swizzle),
         "k_desc": gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
-        # FP8: V^T [batch, heads_kv, head_dim, seqlen_k]; BF16: V itself [batch, seqlen_k, heads_kv, head_dim].
+        # FP8: V^T [batch, heads_kv, head_dim, seqlen_k]; BF16 and FP8 vnat: V itself [batch, seqlen_k, heads_kv,
+        # head_dim].
         "vt_desc": (gluon_tensordesc(TRITON_TYPES[c.v_type], [1, c.block_n, 1, c.head_dim], row_swizzle)
-                    if bf16 else
+                    if bf16 or transpose_v else
                     gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n))),
         # Each consumer warpgroup stores its own 64 rows.
         "o_desc": gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
@@ -259,10 +280,10 @@ def _gluon_compile_spec(c: FmhaConfig):
         "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32", "V": f"*{TRITON_TYPES[c.v_type]}",
     }
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted, "SUM_ON_TC": False,
+                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted or transpose_v, "SUM_ON_TC": False,
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
                   "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal), "VARLEN": c.varlen,
-                  "TRANSPOSE_V": False, "RAW_STAGES": 2}
+                  "TRANSPOSE_V": transpose_v, "RAW_STAGES": gluon_raw_stages(c) if transpose_v else 2}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -86,13 +86,14 @@ They are then sums of the e4m3-rounded P, the weights P V actually applies, accu
 The library compiles both: KEY_PERMUTED ("vkperm") for the V^T its kperm transpose writes, and the plain
 order for a caller's sequence-contiguous V.
 
-TRANSPOSE_V (a switch for bench/sweep_gluon.py, off in the library until measured; dense e4m3, key-permuted,
+TRANSPOSE_V (the "vnat" Gluon instances, picked by the tuning table for short rows; dense e4m3, key-permuted,
 D <= 128): vt_desc is V as the caller gives it, [batch, seqlen_k, heads_kv, HEAD_DIM], block [1, BLOCK_N, 1,
 HEAD_DIM], and the producer (then a whole warpgroup, one warp per SM sub-partition) transposes each tile into
 the key-permuted V^T ring itself, as FlashAttention-3 does: TMA into one of RAW_STAGES raw slots, then, one tile
 later, 32-bit shared loads, byte permutes and stmatrix stores (_transpose_v_tile). This removes the separate
 transpose kernel (0.074 ms a call across the suite: +6% geometric mean against cuDNN with V^T given), at the
-price of a raw slot of shared memory per stage and the producer's issue slots.
+price of a raw slot of shared memory per stage and the producer's issue slots: the kernel runs 9-12% slower than
+on a given V^T (H200, 2026-12-02), so it wins end to end only where the transpose weighs most (short rows).
 """
 
 from triton.experimental import gluon
