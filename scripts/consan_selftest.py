@@ -5,9 +5,13 @@ A checker that reports nothing proves nothing until it has been seen to fail: th
 kernel twice under TRITON_INSTRUMENTATION_MODE=consan through the JIT (bench/sweep_gluon.py's launcher, D=128,
 key-permuted V^T, a small problem), each in its own process (a device assert ends the CUDA context):
 
-    intact    kernels/fmha_fwd/fmha_fwd_gluon.py as it is: must finish, and match float64
+    intact    kernels/fmha_fwd/fmha_fwd_gluon.py as it is, on the key-permuted V^T and with the producer
+              transposing V itself (TRANSPOSE_V, the vnat instances' three configurations): must finish and
+              match float64, and the transposing kernel must give the same bits as the one reading the V^T
     mutated   the same source with the consumer's wait for the V tile's TMA load removed (it then reads V^T's
               shared-memory stage while the copy may still be writing it): ConSan must stop the kernel
+    mutated-transpose  the producer's wait for a raw V tile's TMA load removed (TRANSPOSE_V: it then reads the
+              raw slot while the copy may still be writing it): ConSan must stop the kernel
 
     python3 scripts/consan_selftest.py          exit 0 when both behave as stated
 """
@@ -22,12 +26,22 @@ KERNEL = os.path.join(ROOT, "kernels", "fmha_fwd", "fmha_fwd_gluon.py")
 # The consumer's wait for a V stage (P_j V_j's operand) in its main loop: the first one after `def _consumer(`.
 V_WAIT = "mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)"
 CONSUMER = "def _consumer("
+# The producer's wait for a raw V tile before transposing it (TRANSPOSE_V), in _transpose_step.
+RAW_WAIT = "mbarrier.wait(raw_ready.index(r), (j // RAW_STAGES) & 1)"
+TRANSPOSER = "def _transpose_step("
+KP, TV = "KEY_PERMUTED=1", "KEY_PERMUTED=1,TRANSPOSE_V=1"
+# (name, variant constants, head_dim, causal): the library's vkperm kernel, and the vnat instances' settings
+# (codegen/operations/fmha_fwd.py: gluon_raw_stages) with the vkperm run they must match bit for bit.
+INTACT = [("vkperm", KP, 128, 0), ("vkperm_causal", KP, 128, 1), ("vnat_causal", TV + ",RAW_STAGES=2", 128, 1),
+          ("vnat_wide", TV + ",RAW_STAGES=1,BLOCK_N=256", 128, 0),
+          ("vnat_d64_causal", TV + ",RAW_STAGES=2,NUM_STAGES=3", 64, 1)]
+SAME_BITS = ("vkperm_causal", "vnat_causal")
 # What a ConSan check prints when it fires (device asserts; messages of Triton 3.6's instrumentation).
 CONSAN_REPORTS = ("Buffer being accessed has outstanding", "Accessing buffer with pending access",
                   "Barrier arrive underflow")
 
 
-def child(mutated):
+def child(kind):
     os.environ["TRITON_INSTRUMENTATION_MODE"] = "consan"
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import torch
@@ -38,30 +52,42 @@ def child(mutated):
     # ConSan keeps its shadow state in global scratch, which the JIT allocates through this hook.
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     src = open(KERNEL).read()
-    if mutated:
+    runs = INTACT
+    if kind == "mutated":
         at = src.find(V_WAIT, src.index(CONSUMER))
         assert at >= 0, "the consumer's V wait is not in the kernel any more: update V_WAIT"
         src = src[:at] + "pass  # mutated: no wait for V's TMA load" + src[at + len(V_WAIT):]
+        runs = INTACT[:1]
+    elif kind == "mutated-transpose":
+        at = src.find(RAW_WAIT, src.index(TRANSPOSER))
+        assert at >= 0, "the producer's raw V wait is not in the kernel any more: update RAW_WAIT"
+        src = src[:at] + "pass  # mutated: no wait for the raw V tile's TMA load" + src[at + len(RAW_WAIT):]
+        runs = [r for r in INTACT if r[0] == "vnat_causal"]
+    outputs, worst = {}, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "gluon_consan_selftest.py")
         with open(path, "w") as f:
             f.write(src)
-        _, kernel, constexprs = sweep_gluon.load_variant(f"selftest={path}:KEY_PERMUTED=1")
-        problem = sweep_gluon.Problem({"batch": 1, "heads_q": 2, "heads_kv": 2, "seqlen_q": 512, "seqlen_k": 512,
-                                       "head_dim": 128, "causal": 0})
-        problem.launch(kernel, constexprs)
-        torch.cuda.synchronize()
-    ref = problem.reference(0)
-    err = ((problem.o[0, :, 0].double() - ref).norm() / ref.norm()).item()
-    print(f"finished; relative error vs float64 {err:.3e}")
-    return 0 if err < 0.05 else 1
+        for name, consts, head_dim, causal in runs:
+            _, kernel, constexprs = sweep_gluon.load_variant(f"selftest={path}:{consts}")
+            problem = sweep_gluon.Problem({"batch": 1, "heads_q": 2, "heads_kv": 2, "seqlen_q": 512,
+                                           "seqlen_k": 512, "head_dim": head_dim, "causal": causal})
+            problem.launch(kernel, constexprs)
+            torch.cuda.synchronize()
+            ref = problem.reference(0)
+            err = ((problem.o[0, :, 0].double() - ref).norm() / ref.norm()).item()
+            print(f"{name}: finished; relative error vs float64 {err:.3e}", flush=True)
+            outputs[name], worst = problem.o.clone(), max(worst, err)
+    same = all(n not in outputs for n in SAME_BITS) or torch.equal(*(outputs[n] for n in SAME_BITS))
+    print(f"{' and '.join(SAME_BITS)}: {'the same bits' if same else 'DIFFERENT bits'}")
+    return 0 if worst < 0.05 and same else 1
 
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        return child(sys.argv[2] == "mutated")
+        return child(sys.argv[2])
     failures = []
-    for kind in ("intact", "mutated"):
+    for kind in ("intact", "mutated", "mutated-transpose"):
         try:
             run = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", kind], capture_output=True,
                                  text=True, timeout=400)
@@ -73,12 +99,12 @@ def main():
         print(f"{kind}: exit {rc}\n    {tail}")
         if kind == "intact" and rc != 0:
             failures.append("the intact kernel failed under ConSan")
-        if kind == "mutated" and (rc == 0 or not any(r in out for r in CONSAN_REPORTS)):
-            failures.append("ConSan did not report the removed V wait (any other failure, e.g. a compile error, "
-                            "does not count): it checks nothing here")
+        if kind != "intact" and (rc == 0 or not any(r in out for r in CONSAN_REPORTS)):
+            failures.append(f"{kind}: ConSan did not report the removed wait (any other failure, e.g. a compile "
+                            "error, does not count): it checks nothing here")
     for f in failures:
         print("FAILED:", f)
-    print("consan self-test:", "failed" if failures else "ConSan catches the missing wait; the intact kernel passes")
+    print("consan self-test:", "failed" if failures else "ConSan catches both missing waits; the intact kernels pass")
     return 1 if failures else 0
 
 

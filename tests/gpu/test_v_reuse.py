@@ -28,8 +28,11 @@ def test_key_permuted_v_gives_the_same_bits(layout, seqlen, causal, seed):
     vt = fp8attn.transpose_v(inp.v, key_permuted=True, layout=layout)
     name = fp8attn.select_kernel(inp.q, inp.k, vt, v_key_permuted=True, **kw)
     assert "_vkperm" in name, name
-    assert fp8attn.workspace_size(inp.q, inp.k, vt, v_key_permuted=True, **kw) < fp8attn.workspace_size(
-        inp.q, inp.k, inp.v, **kw), "no V^T in the workspace"
+    if "_vnat" not in fp8attn.select_kernel(inp.q, inp.k, inp.v, **kw):
+        # (A vnat instance, the tuning table's pick for some short rows, transposes V in the kernel: no V^T in its
+        # workspace either; it computes the same bits as the vkperm instance of its tile.)
+        assert fp8attn.workspace_size(inp.q, inp.k, vt, v_key_permuted=True, **kw) < fp8attn.workspace_size(
+            inp.q, inp.k, inp.v, **kw), "no V^T in the workspace"
     got = fp8attn.fmha_fwd(inp.q, inp.k, vt, v_key_permuted=True, **kw)
     torch.cuda.synchronize()
     assert torch.equal(got, want)
