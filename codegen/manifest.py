@@ -115,9 +115,11 @@ def _default_instances():
     # runs 9-12% slower than with V^T given, which the saved transpose (0.074 ms at every point of the suite)
     # outweighs only on short rows: end to end (bench/sweep_gluon.py, H200 2026-12-02, TFLOP/s, the best vkperm
     # tile with the transpose -> vnat) D=128 S=512 full 599 -> 657 (256-key tile), causal 355 -> 409, S=1024 causal
-    # 515 -> 556, D=64 S=2048 causal 441 -> 456; longer rows 3-19% slower. The tuning table picks them per bucket;
-    # the heuristic's default pass never (manifest order puts the vkperm instances first, and vnat instances serve
-    # its single-launch pass for tiny calls only).
+    # 515 -> 556, D=64 S=2048 causal 441 -> 456; longer rows 3-19% slower. bench_vs_cudnn.py (H200, 2026-12-02,
+    # with the tuning table's rows for the D=128 ones): 583 -> 626 at S=512 full, 327 -> 387 causal, 494 -> 525 at
+    # S=1024 causal; D=64 S=2048 causal read 445 -> 443 with it, so no row there. The heuristic's default pass never
+    # takes them (manifest order puts the vkperm instances first; vnat instances serve its single-launch pass for
+    # tiny calls only, where they replace the Triton vnat ones at D=64/128).
     rows += [_gluon(False, 2, block_n=GLUON_WIDE_BLOCK_N, vnat=True), _gluon(True, 2, vnat=True),
              _gluon(True, gluon_stages(64), head_dim=64, vnat=True)]
     # Varlen (packed sequences) on the Gluon kernel: the vkperm FP8 instances above with the packed-sequence path
