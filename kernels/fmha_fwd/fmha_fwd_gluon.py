@@ -410,9 +410,10 @@ def _v_tile(v_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, V_NATURAL:
 def _transpose_layout(HEAD_DIM, CHUNK):
     """Distribution of a [CHUNK, HEAD_DIM] e4m3 chunk of a V tile over the 4-warp producer (TRANSPOSE_V): each
     thread holds keys {2t, 2t+1, 8+2t, 9+2t} + 16a (one key-permuted group: they become 4 consecutive positions
-    of the key-permuted V^T) at 4 consecutive dims (one 32-bit shared load per key, one 32-bit shared store per
-    dim). Lanes: t (2 bits), a (1 bit), 4-dim words (2 bits); warps and then registers cover the rest. With
-    128-byte swizzled rows, loads and stores are both 2-way bank conflicted."""
+    of the key-permuted V^T) at 4 consecutive dims (one 32-bit shared load per key). Lanes: t (2 bits), a (1 bit),
+    4-dim words (2 bits); warps and then registers cover the rest. The loads are 2-way bank conflicted on
+    128-byte swizzled rows (counted, not measured); Triton writes the transposed words with stmatrix (sm_90a SASS:
+    32 LDS, 96 PRMT, 8 STSM.x4 a thread per 128x128 tile)."""
     reg = [[0, 1], [0, 2], [1, 0], [8, 0]]
     lane = [[2, 0], [4, 0], [16, 0], [0, 4], [0, 8]]
     rest = [[0, d] for d in (16, 32, 64, 128) if d < HEAD_DIM] + [[k, 0] for k in (32, 64, 128) if k < CHUNK]
@@ -439,7 +440,9 @@ def _producer_warps(TRANSPOSE_V):
 def _transpose_v_tile(raw, dst, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
     """raw [1, BLOCK_N, 1, HEAD_DIM] (V as TMA loaded it) -> dst [1, 1, HEAD_DIM, BLOCK_N], the key-permuted V^T
     (position 16h + 4t + 2j + e of each 32-key block holds key 16h + 8j + 2t + e), in chunks of CHUNK keys
-    (32 keys: 16 bytes a thread per chunk at D=64, 32 at D=128; the producer has 32 registers)."""
+    (32 keys: 16 bytes a thread per chunk at D=64, 32 at D=128; the producer has 24 registers). Triton puts a
+    partition barrier before the stores of every chunk after the first (apparently its barrier analysis does not
+    tell the raw slot and the V^T stage apart through the partition's arguments): 3 per 128-key tile."""
     CH: gl.constexpr = 32
     layout: gl.constexpr = _transpose_layout(HEAD_DIM, CH)
     src = raw.reshape([BLOCK_N, HEAD_DIM])
