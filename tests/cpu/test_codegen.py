@@ -344,6 +344,33 @@ class Manifest(unittest.TestCase):
         self.assertEqual(parse(name_of(c)), c)
         self.assertEqual([name_of(r) for r in requires(c)], ["fp8attn_sm90_transpose_v_u8_128x128_w4_kperm"])
 
+    def test_gluon_vnat_transposes_in_the_producer(self):
+        """The vnat Gluon instances read V itself (a [1, BLOCK_N, 1, HEAD_DIM] box), need no transpose instance,
+        and compile the producer's transpose (TRANSPOSE_V, key-permuted) with two raw slots where shared memory
+        holds them, one at 128x256x128. The shapes the kernel does not do are refused by name."""
+        from operations.fmha_fwd import compile_spec, requires
+        vnat = [c for c in manifest.instances() if isinstance(c, FmhaConfig) and c.family == "gluon" and c.v_natural]
+        self.assertEqual(sorted((c.head_dim, c.block_n, c.causal) for c in vnat),
+                         [(64, 128, True), (128, 128, True), (128, 256, False)])
+        for c in vnat:
+            _, types, constexprs, _, _ = compile_spec(c)
+            self.assertEqual(requires(c), [], name_of(c))
+            self.assertTrue(constexprs["TRANSPOSE_V"] and constexprs["KEY_PERMUTED"], name_of(c))
+            self.assertFalse(constexprs["V_NATURAL"], "V_NATURAL is BF16's P.V path")
+            self.assertEqual(constexprs["RAW_STAGES"], 1 if c.block_n == 256 and c.head_dim == 128 else 2, name_of(c))
+            self.assertIn(f"[1, {c.block_n}, 1, {c.head_dim}]", types["vt_desc"])
+        plain = [c for c in manifest.instances() if isinstance(c, FmhaConfig) and c.family == "gluon"
+                 and not c.v_natural]
+        self.assertTrue(all(not compile_spec(c)[2]["TRANSPOSE_V"] for c in plain))
+        base = dict(qk_type="e4m3", v_type="e4m3", acc_type="f32", out_type="bf16", block_m=128, block_n=128,
+                    head_dim=128, warps=4, stages=2, causal=True, family="gluon", v_natural=True)
+        for bad in (dict(head_dim=256), dict(varlen=True), dict(qk_type="i8", block_descale=True),
+                    dict(v_key_permuted=True)):
+            c = FmhaConfig(**dict(base, **bad))
+            with self.assertRaises(ValueError, msg=bad) as err:
+                compile_spec(c)
+            self.assertIn(name_of(c), str(err.exception))
+
 
 @unittest.skipUnless(os.environ.get("FP8ATTN_BUILD_DIR"), "set FP8ATTN_BUILD_DIR to check a build's kernels")
 class GeneratedKernels(unittest.TestCase):
