@@ -2,7 +2,8 @@
 say what bounds a kernel (tensor / exponential / issue / memory), which a timing cannot.
 
     prefill   the FP8 attention call of the suite's D=128 S=8192 causal point (B=4, H=32), V^T given in the
-              key-permuted order, so only the attention kernel runs (the library's pick, Gluon today)
+              key-permuted order, so only the attention kernel runs (the library's pick, Gluon today);
+    prefill_full  the same point without the causal mask (the 128x256x128 instance)
     decode    paged FP8 decode, bench_decode.py's (32, 32k) case (GQA 32/8, D=128, pages of 64)
     decode_b128  the same at (128, 4k): 1024 work items of 4k keys (the case furthest from its target)
     varlen_dense / varlen_packed
@@ -26,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 LAUNCHES = 5
 
 
-def prefill():
+def prefill(causal=True):
     import torch
 
     import fp8attn
@@ -36,10 +37,11 @@ def prefill():
     q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
     vt = fp8attn.transpose_v(v, key_permuted=True)
     one = torch.ones(1, device="cuda")
-    print("kernel:", fp8attn.select_kernel(q, k, vt, q_descale=one, k_descale=one, v_descale=one, causal=True,
+    print("kernel:", fp8attn.select_kernel(q, k, vt, q_descale=one, k_descale=one, v_descale=one, causal=causal,
                                            v_key_permuted=True))
     for _ in range(LAUNCHES):
-        fp8attn.fmha_fwd(q, k, vt, q_descale=one, k_descale=one, v_descale=one, causal=True, v_key_permuted=True)
+        fp8attn.fmha_fwd(q, k, vt, q_descale=one, k_descale=one, v_descale=one, causal=causal,
+                         v_key_permuted=True)
     torch.cuda.synchronize()
 
 
@@ -85,8 +87,8 @@ def varlen_packed():
 
 
 if __name__ == "__main__":
-    targets = {"prefill": prefill, "decode": decode, "decode_b128": lambda: decode("b128_s4k"),
-               "varlen_dense": varlen_dense, "varlen_packed": varlen_packed}
+    targets = {"prefill": prefill, "prefill_full": lambda: prefill(causal=False), "decode": decode,
+               "decode_b128": lambda: decode("b128_s4k"), "varlen_dense": varlen_dense, "varlen_packed": varlen_packed}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:
         sys.exit(f"usage: ncu_targets.py {{{','.join(targets)}}}")
     targets[sys.argv[1]]()

@@ -28,7 +28,8 @@
 #              transpose and attention kernel, decode_b128 the decode at batch 128, 4k)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
-#              into build-consan and run through the GPU tests that force each instance by name (~4 min)
+#              into build-consan and run through the GPU tests that force each instance by name, and beside
+#              them scripts/consan_selftest.py (the checker shown to catch two removed waits) (~6 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 # Instances outside the default set (codegen/manifest.py's extra set, e.g. the Gluon D=128 3-stage
 # ones) are built with a filter; '*' builds every instance, and the GPU tests then force each by name:
@@ -129,6 +130,10 @@ if step guard; then
   cat "$OUT/guard.txt"
 fi
 if step consan; then
+  # The checker itself (the Gluon kernel intact must pass, with a wait removed ConSan must stop it): JIT only, so it
+  # runs beside the instrumented build and tests.
+  timeout 700 python3 scripts/consan_selftest.py > "$OUT/consan_selftest.txt" 2>&1 &
+  selftest=$!
   # FP8ATTN_CONSAN=1: codegen/aot_compile.py instruments the Gluon instances only (debug on, device asserts kept),
   # with a Triton cache of their own (the cache key does not include the instrumentation mode).
   if FP8ATTN_BUILD_DIR=build-consan FP8ATTN_CONSAN=1 \
@@ -139,12 +144,11 @@ if step consan; then
       -k "gluon or every_instance or every_int8_instance or each_decode_instance" \
       > "$OUT/consan.txt" 2>&1 || status=1
     tail -15 "$OUT/consan.txt"
-    # The checker itself: the Gluon kernel intact (must pass) and with a wait removed (ConSan must stop it).
-    timeout 900 python3 scripts/consan_selftest.py > "$OUT/consan_selftest.txt" 2>&1 || status=1
-    cat "$OUT/consan_selftest.txt"
   else
     echo "CONSAN BUILD FAILED"; tail -20 "$OUT/consan_build.log"; status=1
   fi
+  wait $selftest || status=1
+  cat "$OUT/consan_selftest.txt"
 fi
 if step sanitize; then
   OUT="$OUT" scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1 || status=1
