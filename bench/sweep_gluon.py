@@ -6,8 +6,9 @@ a float64 reference before its time counts. Used to decide what goes into kernel
         --variant old=/tmp/old_gluon.py [--csv out.csv] [--seqlens 512,8192]
 
 A variant is name=path[:CONST=int,...] (BLOCK_N among them sets the key tile, the library's per head dim
-otherwise); the path is a module defining fmha_fwd_gluon_kernel with the argument
-list of the library's kernel (kernels/ is put on sys.path for its imports).
+otherwise; NUM_CONSUMERS=3 runs 192-row query blocks over three consumer warpgroups); the path is a module defining
+fmha_fwd_gluon_kernel with the argument list of the library's kernel (kernels/ is put on sys.path for its
+imports).
 
 A variant with TRANSPOSE_V=1 (and KEY_PERMUTED=1) gets V itself, head_dim contiguous, and transposes it in the
 kernel; the e2e column adds the library's transpose kernel (timed on the same V) to every other variant's time.
@@ -129,7 +130,6 @@ class Problem:
         self.block_n = block_n_of(d)
         self.lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
         self._descs = {}
-        self.programs = triton.cdiv(s, BLOCK_M) * b * hq
         self.no_offsets = torch.zeros(b + 1, dtype=torch.int32, device="cuda")
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
@@ -155,6 +155,11 @@ class Problem:
         block_n = constexprs.pop("BLOCK_N", self.block_n)
         plain, permuted, natural = self.descriptors(block_n)
         descs = list(plain)
+        # NUM_CONSUMERS = 3: 192-row query blocks, Q loaded as three 64-row boxes (a box has power-of-two extents).
+        block_m = WG_M * constexprs.get("NUM_CONSUMERS", 2)
+        if block_m != BLOCK_M:
+            descs[0] = TensorDescriptor.from_tensor(self.q, [1, WG_M, 1, self.p["head_dim"]],
+                                                    layout(8, self.p["head_dim"]))
         # The library's ring depth and P.V schedule for this point, unless the variant sets them.
         library = {"NUM_STAGES": stages_of(p["head_dim"])}
         if "PV_PIPELINED" in kernel.arg_names:
@@ -166,7 +171,8 @@ class Problem:
             descs[2] = permuted
         # Persistent versions take the batch and launch at most one program per SM.
         persistent = "batch" in kernel.arg_names
-        grid = (min(self.programs, self.sms),) if persistent else (self.programs,)
+        programs = triton.cdiv(p["seqlen_q"], block_m) * p["batch"] * p["heads_q"]
+        grid = (min(programs, self.sms),) if persistent else (programs,)
         extra = {"batch": p["batch"]} if persistent else {}
         # By keyword: the kernel's parameter list grows (descale strides, windows) and positions would shift.
         # Per-tensor descales: every descale stride 0; no window (-1: unlimited), no soft-capping.
@@ -184,7 +190,7 @@ class Problem:
                      **strides, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
                      group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra, HEAD_DIM=p["head_dim"],
-                     BLOCK_M=BLOCK_M, BLOCK_N=block_n, CAUSAL=self.causal, **constexprs, num_warps=4)
+                     BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=self.causal, **constexprs, num_warps=4)
 
     def transpose_ms(self):
         """The library's V -> key-permuted V^T transpose (kernels/transpose_v, 128 keys a program, 4 warps) on this

@@ -9,6 +9,8 @@ tile of O for one (batch, head_q), in three warp-specialized partitions:
                   mbarrier (both consumers release it)
     consumer 0    the default partition (num_warps = 4, one warpgroup): query rows [0, 64) of the block
     consumer 1    a 4-warp worker: query rows [64, 128)
+    (consumer 2   NUM_CONSUMERS = 3, a sweep switch not in the library: rows [128, 192) of a 192-row block, Q as
+                  three 64-row TMA boxes, 160-168 registers a consumer thread instead of 240)
 
 Each consumer warpgroup runs its own online softmax over its 64 rows with wgmma: S = Q K^T with Q and K from
 shared memory (K viewed K-major through a permuted view), then P (rounded to e4m3 in registers, the dot
@@ -267,10 +269,7 @@ def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, v_ready, it, v_des
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-              v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
-              cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, V, stride_vs, stride_vh, v_raw, raw_ready,
-              HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
+def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
               NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr, VARLEN: gl.constexpr, TRANSPOSE_V: gl.constexpr,
               RAW_STAGES: gl.constexpr):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
@@ -279,7 +278,10 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
     descriptors' batch dimension is 1); a Q block or K tile that runs past its sequence reads the next sequence's
     rows, which the consumers never store (Q) or mask out of the softmax (K); V^T tiles stay inside the
     sequence's zero-padded columns (common/varlen.py), and BF16 V tiles reaching past the sequence's end inside a
-    descriptor of the sequence's own rows (_sequence_v)."""
+    descriptor of the sequence's own rows (_sequence_v). args: the kernel's producer_args, unpacked here."""
+    (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, batch,
+     seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, cu_seqlens_q, cu_seqlens_k, varlen, total_q,
+     total_k, V, stride_vs, stride_vh, v_raw, raw_ready) = args
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
     batch_heads = batch * heads_q
     it = 0
@@ -311,8 +313,14 @@ def _producer(q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty,
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through.
         mbarrier.wait(q_empty, (count & 1) ^ 1)
-        mbarrier.expect(q_ready, q_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m, h, 0], q_ready, q_smem)
+        if BLOCK_M == 2 * WG_M:
+            mbarrier.expect(q_ready, q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m, h, 0], q_ready, q_smem)
+        else:  # three consumers: a box of 64 rows each (the kernel's NUM_CONSUMERS)
+            mbarrier.expect(q_ready, (BLOCK_M // WG_M) * q_desc.block_type.nbytes)
+            for c in gl.static_range(BLOCK_M // WG_M):
+                tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m + c * WG_M, h, 0], q_ready,
+                                                q_smem.index(c))
         if VARLEN and V_NATURAL:
             # After the Q load, so that its wait for the previous tile's last V loads does not hold back the next
             # block's Q (with the wait first: 0.90x of the dense call at S=1024 causal, H200 2026-12-02). Only
@@ -704,20 +712,21 @@ def _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, row, h, PARTS: gl.constexpr
     tma.async_copy_shared_to_global(o_desc, [bc, row, h, 0], o_smem)
 
 
+@gluon.constexpr_function
+def _s_ahead_budget(BLOCK_M):
+    """Registers a consumer thread may hold in S_{j+1}, P_j, O and the fresh P.V product for the S-ahead schedule
+    (_consumer): 224 of the 240 with two consumer warpgroups; with three (BLOCK_M = 192, 168 registers) 144, which
+    lets D=64 with 128-key tiles keep it."""
+    return 224 if BLOCK_M == 128 else 144
+
+
 @gluon.jit
-def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
-              k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
-              v_empty,
-              q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
-              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
-              q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
-              heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh, cu_seqlens_q,
-              cu_seqlens_k, varlen, total_q, total_k, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
-              BLOCK_M: gl.constexpr,
+def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
+    o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
     Per KV tile j: wait for S_j, run its softmax, then issue P_j V_j and S_{j+1} together and fold P_j V_j
     into the accumulator as soon as it is done, while S_{j+1} still runs (S_AHEAD; at 256-key tiles and D=128,
@@ -725,6 +734,11 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     step (carried across the loop's back edge, its e4m3 bytes would be unpacked and repacked). FP8 at HEAD_DIM =
     256: O is four [64, 64] accumulators and P.V runs in four column parts (_pv_parts); BF16 at 256: one [64, 256]
     accumulator, O buffer shared (o_free)."""
+    (o_desc, LSE, q_smem, o_free, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+     q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b, k_descale_stride_h,
+     v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk,
+     softmax_scale, batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os,
+     stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k) = shared
     # FP8 at D=256: O in four column parts (PARTS, _pv_parts); BF16 keeps one [64, 256] accumulator (one-level
     # accumulation needs no fresh product beside it).
     PARTS: gl.constexpr = HEAD_DIM > 128 and not V_NATURAL
@@ -736,7 +750,7 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     # D=128, 224 at 256-key tiles and D=64. At 256-key tiles and D=128 (288) ptxas serializes every wgmma and spills
     # (C7512), so there P_j V_j is waited for and folded first; the 256-key tile is still the faster one where the
     # loop dominates (docs/perf/NOTES.md, 2026-12-02). D=256 (column parts) and BF16 keep their own schedule.
-    S_AHEAD: gl.constexpr = PARTS or V_NATURAL or (BLOCK_N // 2 + BLOCK_N // 8 + HEAD_DIM <= 224)
+    S_AHEAD: gl.constexpr = PARTS or V_NATURAL or (BLOCK_N // 2 + BLOCK_N // 8 + HEAD_DIM <= _s_ahead_budget(BLOCK_M))
     gl.static_assert(S_AHEAD or not SUM_ON_TC, "SUM_ON_TC needs the S-ahead schedule")
     # BF16 at D=256: both warpgroups share one O buffer (shared memory), taking turns (o_free).
     O_SHARED: gl.constexpr = HEAD_DIM > 128 and V_NATURAL
@@ -755,7 +769,10 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
     sum_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, SUM_N, 32])
     # This warpgroup's rows of the Q block, straight from shared memory as the A operand.
-    q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
+    if BLOCK_M == 2 * WG_M:
+        q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
+    else:  # three consumers: Q in one 64-row buffer per warpgroup
+        q_tile = q_smem.index(WG).reshape([WG_M, HEAD_DIM])
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
     batch_heads = batch * heads_q
@@ -922,30 +939,6 @@ def _consumer(o_desc, LSE, q_smem, o_smem, o_free,
 
 
 @gluon.jit
-def _consumer1(o_desc, LSE, q_smem, o_smem, o_free,
-               k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
-               v_empty,
-               q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
-               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
-               q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-               seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh,
-               cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, HEAD_DIM: gl.constexpr,
-               BLOCK_M: gl.constexpr,
-               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
-               V_NATURAL: gl.constexpr, PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr):
-    _consumer(o_desc, LSE, q_smem, o_smem, o_free,
-              k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
-              v_empty,
-              q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
-              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq,
-              q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k,
-              heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh, cu_seqlens_q,
-              cu_seqlens_k, varlen, total_q, total_k, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-              NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)
-
-
-@gluon.jit
 def fmha_fwd_gluon_kernel(
     q_desc, k_desc, vt_desc, o_desc, LSE,
     q_descale, k_descale, v_descale,
@@ -963,16 +956,25 @@ def fmha_fwd_gluon_kernel(
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
     PV_PIPELINED: gl.constexpr = False, VARLEN: gl.constexpr = False, TRANSPOSE_V: gl.constexpr = False,
-    RAW_STAGES: gl.constexpr = 2,
+    RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2,
 ):
-    gl.static_assert(BLOCK_M == 2 * WG_M, "two consumer warpgroups of 64 rows")
+    gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
+    # NUM_CONSUMERS = 3 (a sweep switch, bench/sweep_gluon.py): 192-row query blocks, three consumer warpgroups of 168
+    # registers, so that each SM sub-partition has three consumer warps to issue from instead of two (ncu, H200: 0.55
+    # eligible warps of 3 per scheduler at D=128). Dense e4m3 up to head_dim 128 only.
+    gl.static_assert(NUM_CONSUMERS == 2 or (NUM_CONSUMERS == 3 and not V_NATURAL and not VARLEN and not TRANSPOSE_V
+                                            and HEAD_DIM <= 128), "three consumers: dense e4m3, head_dim <= 128")
     # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
     gl.static_assert(not VARLEN or HEAD_DIM <= 128, "varlen: up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
     # Persistent: each program walks tiles program_id, program_id + num_programs, ... of the
     # cdiv(seqlen_q, BLOCK_M) * batch * heads_q query blocks (the runtime launches at most one program per SM:
     # the consumers' registers leave room for one CTA).
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
+    if NUM_CONSUMERS == 3:
+        # A TMA box has power-of-two extents: the host's Q box is one warpgroup's 64 rows, three of them a block.
+        q_smem = gl.allocate_shared_memory(q_desc.dtype, [NUM_CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
+    else:
+        q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
     if TRANSPOSE_V:
         # vt_desc is V itself, [batch, seqlen_k, heads_kv, HEAD_DIM] e4m3, block [1, BLOCK_N, 1, HEAD_DIM]: raw
@@ -986,6 +988,9 @@ def fmha_fwd_gluon_kernel(
         v_bufs = gl.allocate_shared_memory(vt_desc.dtype, [NUM_STAGES] + vt_desc.block_type.shape, vt_desc.layout)
         v_raw = v_bufs  # unused (a placeholder of the parameter)
     o_smem0 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
+    o_smem2 = o_smem0  # a third consumer's (NUM_CONSUMERS = 3)
+    if NUM_CONSUMERS == 3:
+        o_smem2 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
     if V_NATURAL and HEAD_DIM > 128:
         # BF16 at D=256: Q (64 KB), two K and two V stages (128 KB) and one O buffer (32 KB) fill the 227 KB; the
         # consumers take turns on it (o_free: released once a warpgroup's TMA store has read it).
@@ -1021,40 +1026,46 @@ def fmha_fwd_gluon_kernel(
     else:
         raw_ready = q_ready  # unused (a placeholder of the parameter)
     mbarrier.init(q_ready, count=1)
-    mbarrier.init(q_empty, count=2)  # released by both consumer warpgroups
+    mbarrier.init(q_empty, count=NUM_CONSUMERS)  # released by every consumer warpgroup
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)
-        mbarrier.init(v_empty.index(i), count=2)
+        mbarrier.init(k_empty.index(i), count=NUM_CONSUMERS)
+        mbarrier.init(v_empty.index(i), count=NUM_CONSUMERS)
 
-    gl.warp_specialize([
-        (_consumer, (o_desc, LSE, q_smem, o_smem0, o_free,
-                     k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
-                     v_ready,
-                     v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
-                     k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
-                     q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-                     seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os, stride_oh,
-                     cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
-                     0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                     BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
-        (_consumer1, (o_desc, LSE, q_smem, o_smem1, o_free,
-                      k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty,
-                      v_ready,
-                      v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h,
-                      k_descale_stride_b, k_descale_stride_h, v_descale_stride_b, v_descale_stride_h,
-                      q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk, softmax_scale, batch, seqlen_q,
-                      seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os,
-                      stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
-                      HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                      BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
-        (_producer, (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                     v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right,
-                     cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, V, stride_vs, stride_vh, v_raw,
-                     raw_ready, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN, TRANSPOSE_V,
-                     RAW_STAGES)),
-    # 24 registers for the producer with or without TRANSPOSE_V: the pool is 168 a thread over the 12 warps
-    # (64512); 32 left one consumer warpgroup 232 instead of 240 (ptxas: spills at D=64), and the transposes fit
-    # in 24 (no spill at D=64 or 128 with 128-key tiles; 4 spill instructions at 128x256x128).
-    ], [4, _producer_warps(TRANSPOSE_V)], [240, 24])
+    # What every consumer warpgroup gets alike (_consumer unpacks it); each has its own O buffer and index.
+    shared = (o_desc, LSE, q_smem, o_free, k_bufs, v_bufs, ones_smem, q_ready, q_empty, k_ready, k_empty, v_ready,
+              v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
+              k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq, q_descale_stride_blk,
+              k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
+              window_left, window_right, O, stride_os, stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k)
+    producer_args = (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                     v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, cu_seqlens_q,
+                     cu_seqlens_k, varlen, total_q, total_k, V, stride_vs, stride_vh, v_raw, raw_ready)
+    # (The constexprs and functions are written into each partition's tuple: kept in a tuple variable, Triton 3.6
+    # made them tensors.)
+    if NUM_CONSUMERS == 3:
+        # Three consumer warpgroups of 160 registers (the default partition gets 168 of what is left) and the producer
+        # warp's 24, over 16 warps (Triton pads the partitions to whole warpgroups; 65536 registers in all).
+        gl.warp_specialize([
+            (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+            (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+            (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+            (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
+                         TRANSPOSE_V, RAW_STAGES)),
+        ], [4, 4, _producer_warps(TRANSPOSE_V)], [160, 160, 24])
+    else:
+        # 24 registers for the producer with or without TRANSPOSE_V: the pool is 168 a thread over the 12 warps
+        # (64512); 32 left one consumer warpgroup 232 instead of 240 (ptxas: spills at D=64), and the transposes fit
+        # in 24 (no spill at D=64 or 128 with 128-key tiles; 4 spill instructions at 128x256x128).
+        gl.warp_specialize([
+            (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+            (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+            (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
+                         TRANSPOSE_V, RAW_STAGES)),
+        ], [4, _producer_warps(TRANSPOSE_V)], [240, 24])
