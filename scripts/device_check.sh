@@ -18,6 +18,8 @@
 #              under a minute; needs no build
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
+#   clocks     bench/clock_under_load.py: SM clock and board power while fp8attn FP8 / BF16 and SDPA BF16 run back to
+#              back at D=128 S=8192 (whether the card holds its clock or its power limit holds it back) (~40 s)
 #   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
 #              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
 #              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
@@ -128,6 +130,11 @@ if step guard; then
   PYTHONPATH=build/python timeout 300 python3 bench/bench_guard.py --csv "$OUT/bench_guard.csv" > "$OUT/guard.txt" 2>&1 \
     || status=1
   cat "$OUT/guard.txt"
+fi
+if step clocks; then
+  PYTHONPATH=build/python timeout 200 python3 bench/clock_under_load.py --csv "$OUT/clock_under_load.csv" \
+    > "$OUT/clocks.txt" 2>&1 || status=1
+  cat "$OUT/clocks.txt"
 fi
 if step consan; then
   # The checker itself (the Gluon kernel intact must pass, with a wait removed ConSan must stop it): JIT only, so it

@@ -1,0 +1,121 @@
+"""SM clock and board power while an attention kernel runs back to back (device only): whether the H200 holds its
+clock under this load or is held back by its power limit, which per-instruction cycle estimates assume away.
+
+Under Nsight Compute's replay (one launch on an idle GPU) the D=128 S=8192 attention kernels read 11-12% faster than
+back to back in the benchmark (docs/perf/NOTES.md, 2026-12-03). This runs each provider for --seconds, samples
+`nvidia-smi` (SM clock, power draw, power limit) every 50 ms meanwhile, and prints the median clock and power and the
+provider's TFLOP/s over the same window:
+
+    PYTHONPATH=build/python python3 bench/clock_under_load.py [--seconds 3] [--csv out.csv]
+
+Providers: fp8attn FP8 (V^T given, key-permuted: the attention kernel alone), fp8attn BF16, PyTorch SDPA BF16 (the
+cuDNN backend when torch picks it), at D=128 S=8192, B=4, H=32, full and causal.
+"""
+
+import argparse
+import csv
+import statistics
+import subprocess
+import sys
+import time
+
+QUERY = "clocks.sm,clocks.max.sm,power.draw,power.limit"
+
+
+class Sampler:
+    """nvidia-smi sampling every 50 ms in a child process, between start() and stop()."""
+
+    def start(self):
+        self.proc = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
+                                      "-lms", "50"], stdout=subprocess.PIPE, text=True)
+
+    def stop(self):
+        self.proc.terminate()
+        out, _ = self.proc.communicate(timeout=10)
+        rows = []
+        for line in out.splitlines():
+            try:
+                rows.append([float(v) for v in line.split(",")])
+            except ValueError:  # a header or a partial line at the end
+                continue
+        return rows
+
+
+def run_for(fn, seconds):
+    """Calls fn back to back for about `seconds`; returns (calls, elapsed seconds), timed on the GPU."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    calls, t0 = 0, time.time()
+    start.record()
+    while time.time() - t0 < seconds:
+        for _ in range(10):
+            fn()
+        calls += 10
+        torch.cuda.synchronize()  # keeps the host from queueing far ahead of the window
+    end.record()
+    torch.cuda.synchronize()
+    return calls, start.elapsed_time(end) / 1e3
+
+
+def providers(causal):
+    import torch
+    import torch.nn.functional as F
+
+    import fp8attn
+
+    b, s, h, d = 4, 8192, 32, 128
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda") for _ in range(3))
+    q8, k8, v8 = (x.to(torch.float8_e4m3fn) for x in (q, k, v))
+    vt = fp8attn.transpose_v(v8, key_permuted=True)
+    one = torch.ones(1, device="cuda")
+    qb, kb, vb = (x.to(torch.bfloat16) for x in (q, k, v))
+    qt, kt, vtb = (x.transpose(1, 2) for x in (qb, kb, vb))
+    flops = 4 * b * h * s * s * d / (2 if causal else 1)
+    return flops, {
+        "fp8attn-fp8": lambda: fp8attn.fmha_fwd(q8, k8, vt, q_descale=one, k_descale=one, v_descale=one,
+                                                causal=causal, v_key_permuted=True),
+        "fp8attn-bf16": lambda: fp8attn.fmha_fwd(qb, kb, vb, causal=causal),
+        "sdpa-bf16": lambda: F.scaled_dot_product_attention(qt, kt, vtb, is_causal=causal),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--csv", default="")
+    args = ap.parse_args()
+    rows = []
+    for causal in (False, True):
+        flops, fns = providers(causal)
+        for name, fn in fns.items():
+            sampler = Sampler()
+            sampler.start()
+            time.sleep(0.2)
+            calls, elapsed = run_for(fn, args.seconds)
+            samples = sampler.stop()
+            # Samples from the middle of the window: the first and last 10% include the ramp and the tail.
+            mid = samples[len(samples) // 10: len(samples) - len(samples) // 10] or samples
+            clock = statistics.median(r[0] for r in mid)
+            power = statistics.median(r[2] for r in mid)
+            row = dict(provider=name, causal=int(causal), tflops=flops * calls / elapsed * 1e-12,
+                       sm_clock_mhz=clock, max_sm_clock_mhz=mid[0][1], power_w=power, power_limit_w=mid[0][3],
+                       samples=len(mid))
+            rows.append(row)
+            print(f"{name:>13} causal={int(causal)}: {row['tflops']:7.1f} TFLOP/s, SM clock {clock:6.0f} MHz (max "
+                  f"{row['max_sm_clock_mhz']:.0f}), power {power:5.0f} W (limit {row['power_limit_w']:.0f}), "
+                  f"{len(mid)} samples", flush=True)
+            time.sleep(2)  # let the card cool a little between providers, as the benchmark does not
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
