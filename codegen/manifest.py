@@ -76,8 +76,8 @@ def gluon_stages(head_dim):
     return 3 if head_dim == 64 else 2
 
 
-def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False, block_n=None, vnat=False):
-    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", 128, block_n or gluon_block_n(head_dim),
+def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False, block_n=None, vnat=False, block_m=128):
+    return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", block_m, block_n or gluon_block_n(head_dim),
                       head_dim, 4, stages, causal, family="gluon", v_natural=vnat, v_key_permuted=vkperm and not vnat,
                       block_descale=int8, varlen=varlen)
 
@@ -234,6 +234,8 @@ def _extra_instances():
     rows += [_gluon(causal, 3) for causal in (False, True)]
     # D=64 with a 2-stage ring: 1-4% slower than the default 3-stage one (H200, 2026-12-01), kept for comparison.
     rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
+    # Three consumer warpgroups, 192-row query blocks (NUM_CONSUMERS in the kernel): candidates until measured.
+    rows += [_gluon(causal, gluon_stages(d), head_dim=d, block_m=192) for d in (64, 128) for causal in (False, True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

@@ -221,7 +221,7 @@ def gluon_raw_stages(c: FmhaConfig):
     """Raw V slots of a vnat Gluon instance (TRANSPOSE_V): two when shared memory holds them beside Q, the K and
     V^T ring and the two O buffers (the next tile's load then overlaps this tile's transpose), else one
     (128x256x128: 176 KB + 2 x 32 KB would pass the 227 KB)."""
-    ring = c.block_m * c.head_dim + 2 * c.stages * c.block_n * c.head_dim + 2 * GLUON_WG_M * c.head_dim * 2
+    ring = c.block_m * c.head_dim + 2 * c.stages * c.block_n * c.head_dim + c.block_m * c.head_dim * 2
     raw = c.block_n * c.head_dim
     return 2 if ring + 2 * raw + 1024 <= SM90_SHARED_BYTES else 1
 
@@ -243,12 +243,17 @@ def _gluon_compile_spec(c: FmhaConfig):
     # (INT8's per-block descales pair two 64-key blocks per tile; a varlen tile must not reach past its sequence's
     # 128-aligned V^T columns).
     wide_ok = (c.qk_type == "e4m3" and not c.block_descale and (c.v_key_permuted or transpose_v) and not c.varlen)
+    # Three consumer warpgroups (192-row blocks, the kernel's NUM_CONSUMERS): dense e4m3 or INT8 Q.K^T, key-permuted
+    # V^T, D=64 and 128, 128-key tiles (the registers of 160 a thread hold no wider S).
+    three_ok = (c.qk_type in ("e4m3", "i8") and c.v_type == "e4m3" and c.v_key_permuted and not c.varlen
+                and c.head_dim in (64, 128) and c.block_n == 128)
+    block_m_ok = c.block_m == 2 * GLUON_WG_M or (c.block_m == 3 * GLUON_WG_M and three_ok)
     tile_ok = ((c.head_dim in (64, 128) and (c.block_n == 128 or (c.block_n == 256 and wide_ok)))
                or (c.head_dim == 256 and (c.block_n == 64 or (c.block_n == 128 and not bf16)) and not int8))
     supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
                  (int8 and c.v_type == "e4m3") or bf16) and (
                  c.out_type == "bf16" and c.acc_type == "f32"
-                 and c.block_m == 2 * GLUON_WG_M and tile_ok and c.warps == 4
+                 and block_m_ok and tile_ok and c.warps == 4
                  and c.stages in (2, 3) and not c.warp_specialized and not c.even_n
                  and (not c.v_natural or transpose_v) and not c.softcap)
     if c.varlen and not (c.qk_type in ("e4m3", "bf16") and c.head_dim <= 128 and not c.block_descale):
@@ -267,7 +272,9 @@ def _gluon_compile_spec(c: FmhaConfig):
     types = {
         # Q, O: [batch, seqlen_q, heads_q, head_dim]; K: [batch, seqlen_k, heads_kv, head_dim];
         # V^T: [batch, heads_kv, head_dim, seqlen_k] (sequence contiguous).
-        "q_desc": gluon_tensordesc(io, [1, c.block_m, 1, c.head_dim], row_swizzle),
+        # Three consumers: Q as one 64-row box per warpgroup (a TMA box's extents are powers of two).
+        "q_desc": gluon_tensordesc(io, [1, c.block_m if c.block_m == 2 * GLUON_WG_M else GLUON_WG_M, 1, c.head_dim],
+                                   row_swizzle),
         "k_desc": gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
         # FP8: V^T [batch, heads_kv, head_dim, seqlen_k]; BF16 and FP8 vnat: V itself [batch, seqlen_k, heads_kv,
         # head_dim].
