@@ -130,6 +130,8 @@ class Problem:
         self.block_n = block_n_of(d)
         self.lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
         self._descs = {}
+        # Q in one warpgroup's 64-row boxes (the three-consumer variants), made once like the others.
+        self.q_box_desc = TensorDescriptor.from_tensor(self.q, [1, WG_M, 1, d], layout(8, d))
         self.no_offsets = torch.zeros(b + 1, dtype=torch.int32, device="cuda")
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
@@ -158,8 +160,7 @@ class Problem:
         # NUM_CONSUMERS = 3: 192-row query blocks, Q loaded as three 64-row boxes (a box has power-of-two extents).
         block_m = WG_M * constexprs.get("NUM_CONSUMERS", 2)
         if block_m != BLOCK_M:
-            descs[0] = TensorDescriptor.from_tensor(self.q, [1, WG_M, 1, self.p["head_dim"]],
-                                                    layout(8, self.p["head_dim"]))
+            descs[0] = self.q_box_desc
         # The library's ring depth and P.V schedule for this point, unless the variant sets them.
         library = {"NUM_STAGES": stages_of(p["head_dim"])}
         if "PV_PIPELINED" in kernel.arg_names:

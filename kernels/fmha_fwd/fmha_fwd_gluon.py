@@ -9,8 +9,8 @@ tile of O for one (batch, head_q), in three warp-specialized partitions:
                   mbarrier (both consumers release it)
     consumer 0    the default partition (num_warps = 4, one warpgroup): query rows [0, 64) of the block
     consumer 1    a 4-warp worker: query rows [64, 128)
-    (consumer 2   NUM_CONSUMERS = 3, a sweep switch not in the library: rows [128, 192) of a 192-row block, Q as
-                  three 64-row TMA boxes, 160-168 registers a consumer thread instead of 240)
+    (consumer 2   NUM_CONSUMERS = 3, the 192-row instances of the extra set, not measured yet: rows [128, 192) of a
+                  192-row block, Q as three 64-row TMA boxes, 160-168 registers a consumer thread instead of 240)
 
 Each consumer warpgroup runs its own online softmax over its 64 rows with wgmma: S = Q K^T with Q and K from
 shared memory (K viewed K-major through a permuted view), then P (rounded to e4m3 in registers, the dot
@@ -959,11 +959,12 @@ def fmha_fwd_gluon_kernel(
     RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
-    # NUM_CONSUMERS = 3 (a sweep switch, bench/sweep_gluon.py): 192-row query blocks, three consumer warpgroups of 168
-    # registers, so that each SM sub-partition has three consumer warps to issue from instead of two (ncu, H200: 0.55
-    # eligible warps of 3 per scheduler at D=128). Dense e4m3 up to head_dim 128 only.
+    # NUM_CONSUMERS = 3 (192-row query blocks): three consumer warpgroups of 160-168 registers, so that each SM
+    # sub-partition has three consumer warps to issue from instead of two (ncu, H200: 0.55 eligible warps of 3 per
+    # scheduler at D=128). Dense e4m3 or INT8 Q.K^T with a V^T up to head_dim 128 only.
     gl.static_assert(NUM_CONSUMERS == 2 or (NUM_CONSUMERS == 3 and not V_NATURAL and not VARLEN and not TRANSPOSE_V
-                                            and HEAD_DIM <= 128), "three consumers: dense e4m3, head_dim <= 128")
+                                            and HEAD_DIM <= 128),
+                     "three consumers: no bf16, varlen or in-kernel V transpose; head_dim <= 128")
     # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
     gl.static_assert(not VARLEN or HEAD_DIM <= 128, "varlen: up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")

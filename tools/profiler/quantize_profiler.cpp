@@ -78,9 +78,17 @@ void rotate_row(double* y, int d, uint32_t seed) {
 struct Reference {
   std::vector<double> y;
   std::vector<double> descale;
-  /// Under rotation or smoothing, per element of y: a bound on the float32 error of the device's computation of
-  /// it (its sums run in float32 in another order), in y's units; empty otherwise (the device computes exactly).
-  std::vector<double> slack;
+  /// Bounds on the float32 error of the device's sums (they run in float32, in another order), in y's units: the
+  /// rotation's per row [b][h][s], the smoothing mean's per column [b][h][d]; each empty without its transform.
+  std::vector<double> row_slack, column_slack;
+
+  /// The bound for element (b, h, s, d) of y; 0 when the device computes it exactly.
+  double slack(int64_t b, int64_t h, int64_t s, int64_t d, int64_t H, int64_t S, int64_t D) const {
+    double out = 0;
+    if (!row_slack.empty()) out += row_slack[static_cast<size_t>((b * H + h) * S + s)];
+    if (!column_slack.empty()) out += column_slack[static_cast<size_t>((b * H + h) * D + d)];
+    return out;
+  }
 };
 
 /// float32's unit roundoff.
@@ -92,14 +100,13 @@ Reference reference(std::vector<uint16_t> const& x, QuantizeArguments const& a) 
   r.y.resize(static_cast<size_t>(B * H * S * D));
   auto at = [&](int64_t b, int64_t h, int64_t s) { return r.y.data() + ((b * H + h) * S + s) * D; };
   // The float32 error bounds (slack): a rotated value is a sum of D exact products (+-x_i / sqrt(D)), within
-  // D * eps * sum|x_i| / sqrt(D) of the exact sum in any summation order; the smoothing mean sums S values in
-  // 64-token blocks, then over the blocks (the quantize operation's stats and reduce stages): within (64 + S / 64)
-  // * eps * mean|y| of the exact mean. Elements with much cancellation (a small value out of large terms) can
-  // round to the other e4m3 or int8 neighbour than the float64 value does (seen on the H200: 2-3 of each
-  // fp8_smooth_rotate problem's millions of values before this slack existed).
-  bool const inexact = a.rotate || a.smooth;
-  if (inexact) r.slack.assign(r.y.size(), 0.0);
-  auto slack_at = [&](int64_t b, int64_t h, int64_t s) { return r.slack.data() + ((b * H + h) * S + s) * D; };
+  // D * eps * sum|x_i| / sqrt(D) = sqrt(D) * eps * sum|x_i| of the exact sum in any summation order; the smoothing
+  // mean sums S values in 64-token blocks, then over the blocks (the quantize operation's stats and reduce stages):
+  // within (64 + S / 64) * eps * mean|y| of the exact mean. Elements with much cancellation (a small value out of
+  // large terms) can round to the other e4m3 or int8 neighbour than the float64 value does (seen on the H200: 2-3
+  // of each fp8_smooth_rotate problem's millions of values before this slack existed).
+  if (a.rotate) r.row_slack.assign(static_cast<size_t>(B * H * S), 0.0);
+  if (a.smooth) r.column_slack.assign(static_cast<size_t>(B * H * D), 0.0);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t s = 0; s < S; ++s) {
@@ -112,8 +119,7 @@ Reference reference(std::vector<uint16_t> const& x, QuantizeArguments const& a) 
         }
         if (a.rotate) {
           rotate_row(y, static_cast<int>(D), a.rotation_seed);
-          double const bound = static_cast<double>(D) * kEps32 * l1 / std::sqrt(static_cast<double>(D));
-          for (int64_t d = 0; d < D; ++d) slack_at(b, h, s)[d] = bound;
+          r.row_slack[static_cast<size_t>((b * H + h) * S + s)] = std::sqrt(static_cast<double>(D)) * kEps32 * l1;
         }
       }
       if (a.smooth) {
@@ -126,10 +132,9 @@ Reference reference(std::vector<uint16_t> const& x, QuantizeArguments const& a) 
         double const terms = static_cast<double>(quant::kQuantizeBlockTokens) +
                              static_cast<double>(S) / static_cast<double>(quant::kQuantizeBlockTokens);
         for (int64_t s = 0; s < S; ++s)
-          for (int64_t d = 0; d < D; ++d) {
-            at(b, h, s)[d] -= mean[d] / static_cast<double>(S);
-            slack_at(b, h, s)[d] += terms * kEps32 * mean_abs[d] / static_cast<double>(S);
-          }
+          for (int64_t d = 0; d < D; ++d) at(b, h, s)[d] -= mean[d] / static_cast<double>(S);
+        double* column_slack = r.column_slack.data() + (b * H + h) * D;
+        for (int64_t d = 0; d < D; ++d) column_slack[d] = terms * kEps32 * mean_abs[d] / static_cast<double>(S);
       }
     }
   double const qmax = a.output_type == DataType::kI8 ? num::INT8_QMAX : num::E4M3_MAX;
@@ -228,7 +233,7 @@ std::string verify(QuantizeArguments const& a, Reference const& ref, std::vector
                                                         h * a.output.stride_h + d);
           size_t const at = static_cast<size_t>(((b * H + h) * S + s) * D + d);
           double const z = s < S ? ref.y[at] / scale : 0.0;
-          double const slack = s < S && !ref.slack.empty() ? ref.slack[at] / scale : 0.0;
+          double const slack = s < S ? ref.slack(b, h, s, d, H, S, D) / scale : 0.0;
           double want;
           if (a.output_type == DataType::kI8) {
             want = std::clamp(std::nearbyint(z), -127.0, 127.0);
