@@ -18,6 +18,7 @@ Whichever variant is right and the kernel's is not says where the fault is: the 
 layout (parent), or nothing here (all right: then the kernel's surroundings, e.g. the warp specialization).
 """
 
+import os
 import sys
 
 from triton.experimental import gluon
@@ -25,6 +26,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels"))
+from fmha_fwd.fmha_fwd_gluon import _store_e4m3_ones  # noqa: E402  (the attention kernel's own store)
 
 M, K = 64, 128  # one warpgroup's rows, one 128-key tile
 WG_M, TILE_K = gl.constexpr(M), gl.constexpr(K)  # the same, for the kernel
@@ -55,14 +59,8 @@ def probe_kernel(p_ptr, ls_ptr, ones_desc, SUM_N: gl.constexpr, ONES: gl.constex
         tma.async_copy_global_to_shared(ones_desc, [0, 0], bar, ones_smem)
         mbarrier.wait(bar, 0)
     else:
-        # The attention kernel's store (fmha_fwd_gluon_kernel, SUM_ON_TC).
-        ones_layout: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [4, 1], [1, 0])
-        r = gl.arange(0, SUM_N, layout=gl.SliceLayout(1, ones_layout))
-        if ONES == 0:
-            ones = gl.where(r[:, None] == 0, 1.0, 0.0) + gl.zeros([SUM_N, TILE_K], gl.float32, ones_layout)
-        else:
-            ones = gl.full([SUM_N, TILE_K], 1.0, gl.float32, ones_layout)
-        ones_smem.store(ones.to(gl.float8e4nv))
+        # The attention kernel's store (fmha_fwd_gluon_kernel, SUM_ON_TC), every row for "all".
+        _store_e4m3_ones(ones_smem, ONES == 1)
         fence_async_shared()
         gl.thread_barrier()
 
@@ -111,7 +109,10 @@ def main():
                 others = ls[:, 1:]
                 other_want = want[:, None].expand_as(others) if ones == "all" else torch.zeros_like(others)
                 other_err = ((others - other_want).abs().max() / want.max()).item()
-                ok = err < 1e-6 and other_err < 1e-6
+                # Hopper's FP8 MMA adds its products in a narrower format than float32 (about 13 bits of
+                # mantissa, truncated): a sum of 128 values comes out ~1e-4 low. 1e-3 passes that and nothing
+                # like a wrong operand (whose errors are of order 1).
+                ok = err < 1e-3 and other_err < 1e-3
                 wrong += not ok
                 print(f"SUM_N={sum_n:3d} ones={ones:4s} parent={'sum' if parent_sum else 'o':3s}: column 0 max rel. "
                       f"error {err:.2e}, other columns {other_err:.2e}, got/want row 5 "

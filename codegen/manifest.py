@@ -179,6 +179,12 @@ def _default_instances():
     # operands (V transpose included, scores converted without I2F in both kernels): 429 / 432 TFLOP/s full /
     # causal against 338 / 307 for the Triton D=64 INT8 instance, the same output bits.
     rows += [_gluon(causal, 2, head_dim=64, int8=True) for causal in (False, True)]
+    # Three consumer warpgroups (192-row query blocks, the kernel's NUM_CONSUMERS) for INT8 full attention at D=64:
+    # bench/sweep_gluon.py --int8 on the H200 (2026-12-03, two calls, TFLOP/s against the 128-row instance's
+    # ring of 2): S=2048 493 / 485 vs 463 / 463, S=8192 570 / 556 vs 482 / 483. Causal lost at S=2048 (313 vs 408:
+    # a 192-row block's diagonal) and won 2% at S=8192, so no causal instance. After the 128-row one: the tuning
+    # table picks it for the longer sequences.
+    rows.append(_gluon(False, 2, head_dim=64, int8=True, block_m=192))
     # INT8 Q.K^T on the Triton kernel (issue 7's best accuracy mode: SmolLM2-135M +0.17% / +0.26% perplexity on
     # the H200), D=64 (that model) and 128 (a caller's sequence-contiguous V^T, which the Gluon one cannot read).
     rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
@@ -234,8 +240,10 @@ def _extra_instances():
     rows += [_gluon(causal, 3) for causal in (False, True)]
     # D=64 with a 2-stage ring: 1-4% slower than the default 3-stage one (H200, 2026-12-01), kept for comparison.
     rows += [_gluon(causal, 2, head_dim=64) for causal in (False, True)]
-    # Three consumer warpgroups, 192-row query blocks (NUM_CONSUMERS in the kernel): candidates until measured.
-    rows += [_gluon(causal, gluon_stages(d), head_dim=d, block_m=192) for d in (64, 128) for causal in (False, True)]
+    # No FP8 instance with three consumer warpgroups: against the 256-key instances the library runs they lost or
+    # tied at every point (H200, 2026-12-03, bench/sweep_gluon.py, TFLOP/s, 192x128 / 128x256: D=128 S=8192 full
+    # 901 / 972, causal 798 / 885, S=16384 full 928 / 977; D=64 S=2048 full 597 / 609, S=8192 full 648 / 663,
+    # causal 589 / 588). The kernel switch stays (INT8 uses it, the sweep can try it).
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

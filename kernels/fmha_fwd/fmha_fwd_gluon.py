@@ -549,6 +549,24 @@ def _pv_fold(acc, pv, rescale, HEAD_DIM: gl.constexpr, V_NATURAL: gl.constexpr, 
     return out
 
 
+@gluon.jit
+def _store_e4m3_ones(smem, ALL_ROWS: gl.constexpr):
+    """Writes 1.0 into row 0 of an e4m3 [N, K] shared buffer (every row if ALL_ROWS), zeros elsewhere, as bytes
+    (0x38 is e4m3's 1.0). Not as float32 converted to e4m3: Triton 3.6 turns a constant's conversion into one
+    cvt.e4m3x2 whose 16-bit result it packs twice into a 32-bit register, and ptxas compiles that pack to an F2FP
+    that keeps the register's old upper half, so half the bytes stored were garbage (bench/probe_sum_on_tc.py
+    found it: the row sums came out wrong whenever the operand was stored from registers, right when TMA wrote it)."""
+    N: gl.constexpr = smem.shape[0]
+    K: gl.constexpr = smem.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [gl.num_warps(), 1], [1, 0])
+    row = gl.arange(0, N, layout=gl.SliceLayout(1, layout))
+    if ALL_ROWS:
+        ones = gl.full([N, K], 0x38, gl.int32, layout).to(gl.uint8)
+    else:
+        ones = (gl.where(row[:, None] == 0, 0x38, 0) + gl.zeros([N, K], gl.int32, layout)).to(gl.uint8)
+    smem._reinterpret(gl.uint8, [N, K], smem.layout).store(ones)
+
+
 @gluon.constexpr_function
 def _sum_width(SUM_ON_TC):
     """N of SUM_ON_TC's ones operand: 16 for SUM_ON_TC = 1 (or True), else the value itself (bench/sweep_gluon.py
@@ -1008,10 +1026,7 @@ def fmha_fwd_gluon_kernel(
                                           gl.NVMMASharedLayout(swizzle_byte_width=min(128, BLOCK_N),
                                                                element_bitwidth=8, rank=2))
     if SUM_ON_TC:
-        ones_layout: gl.constexpr = gl.BlockedLayout([1, 16], [8, 4], [gl.num_warps(), 1], [1, 0])
-        row = gl.arange(0, SUM_N, layout=gl.SliceLayout(1, ones_layout))
-        ones = gl.where(row[:, None] == 0, 1.0, 0.0) + gl.zeros([SUM_N, BLOCK_N], gl.float32, ones_layout)
-        ones_smem.store(ones.to(gl.float8e4nv))
+        _store_e4m3_ones(ones_smem, False)
         fence_async_shared()
 
     q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
