@@ -76,10 +76,11 @@ def gluon_stages(head_dim):
     return 3 if head_dim == 64 else 2
 
 
-def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False, block_n=None, vnat=False, block_m=128):
+def _gluon(causal, stages, vkperm=True, head_dim=128, int8=False, varlen=False, block_n=None, vnat=False, block_m=128,
+           lsum=False):
     return FmhaConfig("i8" if int8 else "e4m3", "e4m3", "f32", "bf16", block_m, block_n or gluon_block_n(head_dim),
                       head_dim, 4, stages, causal, family="gluon", v_natural=vnat, v_key_permuted=vkperm and not vnat,
-                      block_descale=int8, varlen=varlen)
+                      block_descale=int8, varlen=varlen, row_sum_mma=lsum)
 
 
 def _gluon_bf16(causal, head_dim, varlen=False):
@@ -244,6 +245,9 @@ def _extra_instances():
     # tied at every point (H200, 2026-12-03, bench/sweep_gluon.py, TFLOP/s, 192x128 / 128x256: D=128 S=8192 full
     # 901 / 972, causal 798 / 885, S=16384 full 928 / 977; D=64 S=2048 full 597 / 609, S=8192 full 648 / 663,
     # causal 589 / 588). The kernel switch stays (INT8 uses it, the sweep can try it).
+    # INT8 Q.K^T at D=64 with the row sums from the tensor cores ("lsum": l from the rounded P that P.V uses), for
+    # issue 7's perplexity at windows of 8192; 1-5% slower than the plain ones (H200, 2026-12-03, sweep).
+    rows += [_gluon(causal, 2, head_dim=64, int8=True, lsum=True) for causal in (False, True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

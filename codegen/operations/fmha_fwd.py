@@ -1,6 +1,6 @@
 """Operation fmha_fwd: attention forward. Configuration, procedural name, kernel parameters, C++ record.
 
-    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_vkperm][_bdesc][_softcap][_varlen][_<family>]
+    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_vkperm][_bdesc][_lsum][_softcap][_varlen][_<family>]
 
     layout  "strided": any (batch, seq, head) strides with head_dim contiguous (BSHD and BHSD alike)
     mask    "causal" or "full"
@@ -13,6 +13,10 @@
             P.V MMA without a register shuffle; cannot read a caller's sequence-contiguous V directly
     bdesc   per-block q and k descales (one per 64 tokens, the quantize operation's blocks) applied in the tile;
             every "i8" (INT8 Q.K^T, e4m3 V) instance has them
+    lsum    gluon only: each tile's row sums of P taken from the tensor cores as P (rounded to e4m3, what P.V
+            multiplies) times a ones operand (the kernel's SUM_ON_TC), instead of float32 sums of the unrounded P:
+            O's normalization then matches the P that P.V used (e4m3 rounding loses 2e-4 to 8e-4 of the mass on
+            average); 1-5% slower on the H200 (2026-12-03), an accuracy variant, not a default
     softcap logit soft-capping cap * tanh(s / cap) (Gemma 2); sliding windows need no variant (runtime)
     varlen  gluon only (head_dim <= 128): packed sequences (cu_seqlens) only. The gluon instances without it
             refuse them, and cost nothing for them: the path's per-tile setup and masked O store took 1-5% off
@@ -56,6 +60,7 @@ class FmhaConfig:
     block_descale: bool = False
     softcap: bool = False
     varlen: bool = False
+    row_sum_mma: bool = False  # "lsum"
 
     operation = NAME
 
@@ -78,7 +83,7 @@ class FmhaConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_fmha_fwd_(?P<qk>[a-z0-9]+)_(?P<v>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<out>[a-z0-9]+)_"
     r"(?P<bm>\d+)x(?P<bn>\d+)x(?P<d>\d+)_w(?P<w>\d+)_s(?P<s>\d+)_(?P<layout>strided)_(?P<mask>causal|full)"
-    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?P<softcap>_softcap)?(?P<varlen>_varlen)?"
+    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?P<lsum>_lsum)?(?P<softcap>_softcap)?(?P<varlen>_varlen)?"
     r"(?:_(?P<family>gluon))?")
 
 
@@ -96,6 +101,8 @@ def name_of(c: FmhaConfig) -> str:
         name += "_vkperm"
     if c.block_descale:
         name += "_bdesc"
+    if c.row_sum_mma:
+        name += "_lsum"
     if c.softcap:
         name += "_softcap"
     if c.varlen:
@@ -116,7 +123,7 @@ def parse(name: str):
     return FmhaConfig(m["qk"], m["v"], m["acc"], m["out"], int(m["bm"]), int(m["bn"]), int(m["d"]),
                       int(m["w"]), int(m["s"]), m["mask"] == "causal", bool(m["ws"]), bool(m["evenn"]),
                       m["layout"], m["family"] or "triton", bool(m["vnat"]), bool(m["vkperm"]), bool(m["bdesc"]),
-                      bool(m["softcap"]), bool(m["varlen"]))
+                      bool(m["softcap"]), bool(m["varlen"]), bool(m["lsum"]))
 
 
 # ---- Kernel parameters (the one list: signature, PTX check and C++ packing all come from it) --------------
@@ -260,6 +267,14 @@ def _gluon_compile_spec(c: FmhaConfig):
         # At head_dim 256 the path's registers raised the spills (108 -> 132 bytes); per-block descales (INT8
         # Q.K^T) would straddle sequences (the host refuses them).
         raise ValueError(f"{name_of(c)}: varlen is an e4m3 or bf16 variant up to head_dim 128")
+    # lsum (SUM_ON_TC): the row-sum MMA rides the S-ahead schedule (_consumer), i.e. S_{j+1}, P_j, O and the fresh
+    # P.V product in the 240 registers of a two-consumer warpgroup, dense FP8 or INT8 with the kperm V^T; with
+    # three consumers it spills.
+    if c.row_sum_mma and not ((c.qk_type == "e4m3" or int8) and c.v_key_permuted and not c.varlen
+                              and c.block_m == 2 * GLUON_WG_M and c.head_dim <= 128
+                              and c.block_n // 2 + c.block_n // 8 + c.head_dim <= 224):
+        raise ValueError(f"{name_of(c)}: lsum needs dense e4m3 or i8 vkperm, 128-row blocks, and "
+                         "BLOCK_N / 2 + BLOCK_N / 8 + head_dim <= 224 (128x128x64, 128x256x64, 128x128x128)")
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
                          "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm only), "
@@ -287,7 +302,7 @@ def _gluon_compile_spec(c: FmhaConfig):
         "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32", "V": f"*{TRITON_TYPES[c.v_type]}",
     }
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
-                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted or transpose_v, "SUM_ON_TC": False,
+                  "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted or transpose_v, "SUM_ON_TC": c.row_sum_mma,
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
                   "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal), "VARLEN": c.varlen,
                   "TRANSPOSE_V": transpose_v, "RAW_STAGES": gluon_raw_stages(c) if transpose_v else 2,
@@ -303,6 +318,8 @@ def compile_spec(c: FmhaConfig):
         raise ValueError(f"{name_of(c)}: vkperm is a gluon-kernel variant")
     if c.varlen:
         raise ValueError(f"{name_of(c)}: varlen is a gluon-kernel variant (every Triton instance takes cu_seqlens)")
+    if c.row_sum_mma:
+        raise ValueError(f"{name_of(c)}: lsum is a gluon-kernel variant")
     _, _, params, _ = kernel_of(c)
     if c.is_int8_qk and (c.v_type != "e4m3" or not c.block_descale):
         raise ValueError(f"{name_of(c)}: INT8 Q.K^T instances read e4m3 V and per-block descales (bdesc)")
