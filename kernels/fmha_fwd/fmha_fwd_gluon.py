@@ -80,10 +80,11 @@ BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation),
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
 o_free mbarrier, released after a warpgroup's TMA store has read it.
 
-SUM_ON_TC (a switch for bench/sweep_gluon.py, off in the library until measured): each tile's row sums of P come
-from the tensor cores (P times a [BLOCK_N, SUM_N] operand whose first column is ones, SUM_N = 16 by default:
-_sum_width) instead of BLOCK_N / 2 FADDs per thread (D=128: 675 -> 624 SASS instructions per loop iteration).
-They are then sums of the e4m3-rounded P, the weights P V actually applies, accumulated by the MMA.
+SUM_ON_TC (the "lsum" instances, extra set; off elsewhere): each tile's row sums of P come from the tensor cores
+(P times a [BLOCK_N, SUM_N] operand whose first column is ones, SUM_N = 16 by default: _sum_width) instead of
+BLOCK_N / 2 FADDs per thread (D=128: 675 -> 624 SASS instructions per loop iteration). They are then sums of the
+e4m3-rounded P, the weights P V actually applies, accumulated by the MMA: an accuracy variant, 1-5% slower on the
+H200 (the row-sum MMA shares P.V's wait and the tensor pipe).
 
 The library compiles both: KEY_PERMUTED ("vkperm") for the V^T its kperm transpose writes, and the plain
 order for a caller's sequence-contiguous V.
