@@ -248,6 +248,9 @@ def _extra_instances():
     # INT8 Q.K^T at D=64 with the row sums from the tensor cores ("lsum": l from the rounded P that P.V uses), for
     # issue 7's perplexity at windows of 8192; 1-5% slower than the plain ones (H200, 2026-12-03, sweep).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, lsum=True) for causal in (False, True)]
+    # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
+    # (at D=128 ptxas spills 33 registers inside the loop).
+    rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

@@ -249,7 +249,10 @@ def _gluon_compile_spec(c: FmhaConfig):
     # 256-key tiles: dense FP8 with fp8attn's key-permuted V^T (or transposed in the kernel) at D=64 and 128 only
     # (INT8's per-block descales pair two 64-key blocks per tile; a varlen tile must not reach past its sequence's
     # 128-aligned V^T columns).
-    wide_ok = (c.qk_type == "e4m3" and not c.block_descale and (c.v_key_permuted or transpose_v) and not c.varlen)
+    # INT8 Q.K^T too (wip): S as two [64, 128] integer products per 256-key tile (the kernel's SPLIT_S), four descale
+    # blocks per tile.
+    wide_ok = (((c.qk_type == "e4m3" and not c.block_descale) or (int8 and c.v_key_permuted))
+               and (c.v_key_permuted or transpose_v) and not c.varlen)
     # Three consumer warpgroups (192-row blocks, the kernel's NUM_CONSUMERS): dense e4m3 or INT8 Q.K^T, key-permuted
     # V^T, D=64 and 128, 128-key tiles (the registers of 160 a thread hold no wider S).
     three_ok = (c.qk_type in ("e4m3", "i8") and c.v_type == "e4m3" and c.v_key_permuted and not c.varlen

@@ -25,6 +25,12 @@ def key_block_descale_pair(kd_base, k_descale_stride_blk, start_n, seqlen_k):
 
 
 @triton.jit
+def key_block_descale_at(kd_base, k_descale_stride_blk, blk, seqlen_k):
+    """Block blk's descale, 1.0 for a block past seqlen_k (its keys are masked; the descales end there)."""
+    return tl.load(kd_base + blk.to(tl.int64) * k_descale_stride_blk, mask=blk * DESCALE_BLOCK < seqlen_k, other=1.0)
+
+
+@triton.jit
 def key_block_descales(kd_base, k_descale_stride_blk, start_n, cols, seqlen_k):
     """Each key column's block descale for the tile at start_n; cols: the tile's column offsets 0 .. BLOCK_N - 1
     in the caller's layout: key_block_descale_pair's two and a select (a load per column cost a load per score

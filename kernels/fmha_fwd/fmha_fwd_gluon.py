@@ -110,7 +110,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from common import numerics
-from common.int8_scores import int8_scores, key_block_descale_pair, key_block_descales
+from common.int8_scores import int8_scores, key_block_descale_at, key_block_descale_pair, key_block_descales
 from common.key_range import keep_mask, key_range
 from common.varlen import VT_ALIGN_GLUON, varlen_check, varlen_offsets, varlen_vt_start
 
@@ -516,13 +516,19 @@ def _pv_parts_pipelined(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD
 
 @gluon.jit
 def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, PV_N: gl.constexpr,
-              V_NATURAL: gl.constexpr, layout: gl.constexpr):
+              V_NATURAL: gl.constexpr, layout: gl.constexpr, SPLIT_S: gl.constexpr = False):
     """Issues one KV tile's P.V; returns (acc, the product in flight), for _pv_fold once it is done.
     FP8: into a fresh accumulator (two-level accumulation; D=256: parts 0-2 already folded, see _pv_parts).
     BF16: into acc * rescale itself (one level: 16-bit products accumulate in float32 exactly enough; the two
     levels are for FP8's limited accumulator), no fresh product beside O, 64 registers fewer; at D=256 too, in one
     [64, 256] product (wgmma's widest N)."""
-    if HEAD_DIM > 128 and not V_NATURAL and HEAD_DIM == 8 * PV_N:
+    if SPLIT_S:  # P as two 128-key operands (_softmax_tile_int8_split), chained into one product
+        vt = v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N])
+        HALF: gl.constexpr = BLOCK_N // 2
+        pv = warpgroup_mma(p8[0], vt.slice(0, HALF, dim=1).permute((1, 0)),
+                           gl.zeros([WG_M, HEAD_DIM], gl.float32, layout), use_acc=False, is_async=True)
+        pv = warpgroup_mma(p8[1], vt.slice(HALF, HALF, dim=1).permute((1, 0)), pv, use_acc=True, is_async=True)
+    elif HEAD_DIM > 128 and not V_NATURAL and HEAD_DIM == 8 * PV_N:
         acc, pv = _pv_parts_pipelined(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, layout)
     elif HEAD_DIM > 128 and not V_NATURAL:
         acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, layout)
@@ -646,10 +652,21 @@ def _p_operand(p, l_i, f_i, frame, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KE
     MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, PV_N, MMA_K])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     rescale = gl.exp2(f_i - frame)
     if not SUM_ON_TC:  # else the caller adds the tile's sum from the tensor cores
         l_i = l_i * rescale + gl.sum(p, 1)
+    p8 = _p8(p, PV_N, BLOCK_N, KEY_PERMUTED, V_NATURAL)
+    # Row vectors live in S's row layout; O's is the same when BLOCK_N == HEAD_DIM (then this is free).
+    return p8, l_i, gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))
+
+
+@gluon.jit
+def _p8(p, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr, V_NATURAL: gl.constexpr):
+    """P (float32, S's layout) as the A operand of P.V: e4m3 (bf16 for V_NATURAL) in the dot-operand layout."""
+    MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, PV_N, MMA_K])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     if V_NATURAL:
         # BF16: P rounded to bf16; for 16-bit operands S's accumulator fragment already is the A fragment of
         # P.V (k_width 2), so the conversion moves no data.
@@ -670,8 +687,7 @@ def _p_operand(p, l_i, f_i, frame, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KE
             "mov.b32 $0, {lo, hi}; }", "=r,r,r,r,r", [pp], gl.float8e4nv, True, 4)
     else:
         p8 = gl.convert_layout(p.to(gl.float8e4nv), p_layout)
-    # Row vectors live in S's row layout; O's is the same when BLOCK_N == HEAD_DIM (then this is free).
-    return p8, l_i, gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))
+    return p8
 
 
 @gluon.jit
@@ -715,6 +731,102 @@ def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_
     p8, l_i, rescale = _p_operand(p, l_i, f_i, frame, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, False)
     return p8, l_i, m_new, frame, rescale
 
+
+
+@gluon.jit
+def _softmax_tile_int8_split(qa, qb, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
+                             kd_base, k_descale_stride_blk, PV_N: gl.constexpr, KEY_PERMUTED: gl.constexpr):
+    """_softmax_tile_int8 for a 256-key tile whose scores come as two [64, 128] int32 products (SPLIT_S: Triton 3.6
+    does not lower the m64n256k32 integer wgmma): four 64-key descale blocks, one row maximum, frame and rescale for
+    the 256 keys (what the 256-key tile saves per key: the fold, the barriers, the row statistics), P as two
+    128-key A operands for two chained P.V products."""
+    HALF: gl.constexpr = 128
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HALF, 32])
+    col = gl.arange(0, HALF, layout=gl.SliceLayout(0, s_layout))
+    xa = (qa + INT_TO_FLOAT_BITS).to(gl.float32, bitcast=True)
+    xb = (qb + INT_TO_FLOAT_BITS).to(gl.float32, bitcast=True)
+    if masked:  # uniform branch, as _softmax_tile's
+        xa = gl.where(keep_mask(start_n + col, offs_m, lo_off, hi_off, seqlen_k), xa, float("-inf"))
+        xb = gl.where(keep_mask(start_n + HALF + col, offs_m, lo_off, hi_off, seqlen_k), xb, float("-inf"))
+    # The tile starts on a multiple of 256, so on a descale block; the blocks past seqlen_k read 1.0 (masked keys).
+    blk = start_n // DESCALE_BLOCK
+    s0 = gl.maximum(qk_scale * key_block_descale_at(kd_base, k_descale_stride_blk, blk, seqlen_k), FLT_MIN)
+    s1 = gl.maximum(qk_scale * key_block_descale_at(kd_base, k_descale_stride_blk, blk + 1, seqlen_k), FLT_MIN)
+    s2 = gl.maximum(qk_scale * key_block_descale_at(kd_base, k_descale_stride_blk, blk + 2, seqlen_k), FLT_MIN)
+    s3 = gl.maximum(qk_scale * key_block_descale_at(kd_base, k_descale_stride_blk, blk + 3, seqlen_k), FLT_MIN)
+    first = (col < DESCALE_BLOCK)[None, :]
+    x0 = gl.max(gl.where(first, xa, float("-inf")), 1)
+    x1 = gl.max(gl.where(first, float("-inf"), xa), 1)
+    x2 = gl.max(gl.where(first, xb, float("-inf")), 1)
+    x3 = gl.max(gl.where(first, float("-inf"), xb), 1)
+    # A block with no visible key (x = -inf) stays -inf, whatever its scale (a zero descale would make NaN).
+    m0 = gl.where(x0 == float("-inf"), x0, (x0 - INT_TO_FLOAT_OFFSET) * s0)
+    m1 = gl.where(x1 == float("-inf"), x1, (x1 - INT_TO_FLOAT_OFFSET) * s1)
+    m2 = gl.where(x2 == float("-inf"), x2, (x2 - INT_TO_FLOAT_OFFSET) * s2)
+    m3 = gl.where(x3 == float("-inf"), x3, (x3 - INT_TO_FLOAT_OFFSET) * s3)
+    m_tile = gl.maximum(gl.maximum(m0, m1), gl.maximum(m2, m3))  # -inf for a row with no visible key
+    m_new = gl.maximum(m_i, m_tile)
+    ref = gl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
+    frame = ref - P_EXPONENT_BIAS
+    c0 = INT_TO_FLOAT_OFFSET * s0 + frame
+    c1 = INT_TO_FLOAT_OFFSET * s1 + frame
+    c2 = INT_TO_FLOAT_OFFSET * s2 + frame
+    c3 = INT_TO_FLOAT_OFFSET * s3 + frame
+    pa = gl.exp2(xa * gl.where(first, s0, s1) - gl.where(first, c0[:, None], c1[:, None]))
+    pb = gl.exp2(xb * gl.where(first, s2, s3) - gl.where(first, c2[:, None], c3[:, None]))
+    rescale = gl.exp2(f_i - frame)
+    l_i = l_i * rescale + gl.sum(pa + pb, 1)  # one cross-thread reduction for both halves
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, PV_N, 32])
+    p8 = (_p8(pa, PV_N, HALF, KEY_PERMUTED, False), _p8(pb, PV_N, HALF, KEY_PERMUTED, False))
+    return p8, l_i, m_new, frame, gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))
+
+
+@gluon.jit
+def _softmax_any(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
+                 kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
+                 KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
+                 BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, SPLIT_S: gl.constexpr):
+    """_softmax_tile, or _softmax_tile_int8_split for S in two halves (SPLIT_S)."""
+    if SPLIT_S:
+        masked = (start_n < lo_masked_end) | (start_n >= full_end)
+        r = _softmax_tile_int8_split(qk[0], qk[1], l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off,
+                                     seqlen_k, kd_base, k_descale_stride_blk, PV_N, KEY_PERMUTED)
+    else:
+        r = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off,
+                          seqlen_k, kd_base, k_descale_stride_blk, CAUSAL, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC,
+                          QK_INT8, BLOCK_DESCALE, V_NATURAL)
+    return r
+
+
+@gluon.jit
+def _s_issue(q_tile, k_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, s_layout: gl.constexpr,
+             QK_INT8: gl.constexpr, SPLIT_S: gl.constexpr):
+    """Issues S = Q K^T of ring stage s: one product, or (SPLIT_S) two [64, 128] ones over the two halves of a
+    256-key tile (two commit groups)."""
+    if SPLIT_S:
+        kt = k_bufs.index(s).reshape([BLOCK_N, HEAD_DIM])
+        HALF: gl.constexpr = BLOCK_N // 2
+        qa = warpgroup_mma(q_tile, kt.slice(0, HALF, dim=0).permute((1, 0)), _s_zeros(WG_M, HALF, s_layout, QK_INT8),
+                           use_acc=False, is_async=True)
+        qb = warpgroup_mma(q_tile, kt.slice(HALF, HALF, dim=0).permute((1, 0)),
+                           _s_zeros(WG_M, HALF, s_layout, QK_INT8), use_acc=False, is_async=True)
+        qk = (qa, qb)
+    else:
+        qk = warpgroup_mma(q_tile, _k_tile(k_bufs, s, BLOCK_N, HEAD_DIM), _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8),
+                           use_acc=False, is_async=True)
+    return qk
+
+
+@gluon.jit
+def _s_wait(qk, SPLIT_S: gl.constexpr):
+    """Waits for everything issued (S included): the scores, one tensor or the two halves."""
+    if SPLIT_S:
+        qk = warpgroup_mma_wait(num_outstanding=0, deps=qk)
+    else:
+        qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+    return qk
 
 
 @gluon.jit
@@ -777,10 +889,17 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                      "D=256: FP8, four or eight parts, no SUM_ON_TC")
     gl.static_assert(not V_NATURAL or not (KEY_PERMUTED or SUM_ON_TC or QK_INT8), "BF16: plain V, no switches")
     MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
+    # SPLIT_S: INT8 with 256-key tiles computes S as two [64, 128] products (Triton 3.6 does not lower the
+    # m64n256k32 integer wgmma) and P.V as two chained K=128 ones; one softmax step per 256 keys all the same.
+    SPLIT_S: gl.constexpr = QK_INT8 and BLOCK_N == 256
+    gl.static_assert(not SPLIT_S or (BLOCK_DESCALE and not SUM_ON_TC and not PARTS),
+                     "INT8 256-key tiles: per-block descales, no SUM_ON_TC, D <= 128")
+    S_N: gl.constexpr = BLOCK_N // 2 if SPLIT_S else BLOCK_N  # N of one S product
+    S_GROUPS: gl.constexpr = 2 if SPLIT_S else 1  # commit groups of one S issue
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, PV_N, MMA_K])
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, MMA_K])
+                                                       instr_shape=[16, S_N, MMA_K])
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
     # SUM_ON_TC: the row sums of P come from the tensor cores, as P times an [BLOCK_N, SUM_N] operand whose first
     # column is ones (ones_smem): BLOCK_N / 32 small MMAs per tile instead of BLOCK_N / 2 FADDs per thread.
@@ -842,8 +961,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
         if n_tiles > 0:
             s0 = it % NUM_STAGES
             mbarrier.wait(k_ready.index(s0), (it // NUM_STAGES) & 1)
-            qk = warpgroup_mma(q_tile, _k_tile(k_bufs, s0, BLOCK_N, HEAD_DIM),
-                               _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
+            qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
             # The next tile's place in the schedule (and varlen offsets, loaded) under this first S MMA, instead
             # of on the path between this tile's O store and the next tile's first MMA.
             ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
@@ -851,17 +969,18 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             for j in range(0, n_tiles - 1):
                 s = (it + j) % NUM_STAGES
                 nxt = (it + j + 1) % NUM_STAGES
-                qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+                qk = _s_wait(qk, SPLIT_S)
                 mbarrier.arrive(k_empty.index(s), count=1)
                 start_n = n_start + j * BLOCK_N
-                p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end,
-                                                           full_end, offs_m, qk_scale, lo_off, hi_off,
-                                                           sk, kd_base, k_descale_stride_blk, CAUSAL,
-                                                           PV_N, BLOCK_N,
-                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
-                                                           V_NATURAL)
+                p8, l_i, m_i, f_i, rescale = _softmax_any(qk, l_i, m_i, f_i, start_n, lo_masked_end,
+                                                          full_end, offs_m, qk_scale, lo_off, hi_off,
+                                                          sk, kd_base, k_descale_stride_blk, CAUSAL,
+                                                          PV_N, BLOCK_N,
+                                                          KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
+                                                          V_NATURAL, SPLIT_S)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
-                acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout)
+                acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout,
+                                    SPLIT_S)
                 if PARTS:  # FP8 D=256: part 3 folded before the next S (fewer spills; _pv_parts)
                     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
@@ -870,13 +989,12 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                        use_acc=False, is_async=True)
                 if S_AHEAD:
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                    qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
-                                       _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
+                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
                     if SUM_ON_TC:
                         pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
                         l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
-                    elif not PARTS:
-                        pv = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ))
+                    elif not PARTS:  # P_j V_j done, S_{j+1} (one or two groups) still running
+                        pv = warpgroup_mma_wait(num_outstanding=S_GROUPS, deps=(pv, ))
                     mbarrier.arrive(v_empty.index(s), count=1)
                     if not PARTS:
                         acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
@@ -885,23 +1003,22 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                     mbarrier.arrive(v_empty.index(s), count=1)
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                    qk = warpgroup_mma(q_tile, _k_tile(k_bufs, nxt, BLOCK_N, HEAD_DIM),
-                                       _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), use_acc=False, is_async=True)
+                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
             # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
             last = it + n_tiles - 1
-            qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+            qk = _s_wait(qk, SPLIT_S)
             mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
             mbarrier.arrive(q_empty, count=1)
             start_n = n_start + (n_tiles - 1) * BLOCK_N
-            p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, l_i, m_i, f_i, start_n,
-                                                       lo_masked_end, full_end, offs_m,
-                                                       qk_scale, lo_off, hi_off, sk, kd_base,
-                                                       k_descale_stride_blk, CAUSAL,
-                                                       PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                                                       BLOCK_DESCALE, V_NATURAL)
+            p8, l_i, m_i, f_i, rescale = _softmax_any(qk, l_i, m_i, f_i, start_n,
+                                                      lo_masked_end, full_end, offs_m,
+                                                      qk_scale, lo_off, hi_off, sk, kd_base,
+                                                      k_descale_stride_blk, CAUSAL,
+                                                      PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
+                                                      BLOCK_DESCALE, V_NATURAL, SPLIT_S)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
             acc, pv = _pv_issue(p8, v_bufs, last % NUM_STAGES, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL,
-                                o_layout)
+                                o_layout, SPLIT_S)
             if SUM_ON_TC:
                 ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, SUM_N], gl.float32, sum_layout),
                                    use_acc=False, is_async=True)
