@@ -246,12 +246,11 @@ def _gluon_compile_spec(c: FmhaConfig):
     # transpose launch, at the cost of the producer's issue slots and a raw slot of shared memory per stage.
     transpose_v = (c.v_natural and c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale
                    and not c.v_key_permuted and not c.varlen and c.head_dim in (64, 128))
-    # 256-key tiles: dense FP8 with fp8attn's key-permuted V^T (or transposed in the kernel) at D=64 and 128 only
-    # (INT8's per-block descales pair two 64-key blocks per tile; a varlen tile must not reach past its sequence's
-    # 128-aligned V^T columns).
-    # INT8 Q.K^T too (wip): S as two [64, 128] integer products per 256-key tile (the kernel's SPLIT_S), four descale
-    # blocks per tile.
-    wide_ok = (((c.qk_type == "e4m3" and not c.block_descale) or (int8 and c.v_key_permuted))
+    # 256-key tiles: dense FP8 with fp8attn's key-permuted V^T (or transposed in the kernel) at D=64 and 128 (a
+    # varlen tile must not reach past its sequence's 128-aligned V^T columns); INT8 Q.K^T with the kperm V^T at D=64
+    # (the kernel's SPLIT_S: S as two [64, 128] integer products, four descale blocks per tile; at D=128 ptxas
+    # spills 33 registers inside the loop).
+    wide_ok = (((c.qk_type == "e4m3" and not c.block_descale) or (int8 and c.v_key_permuted and c.head_dim == 64))
                and (c.v_key_permuted or transpose_v) and not c.varlen)
     # Three consumer warpgroups (192-row blocks, the kernel's NUM_CONSUMERS): dense e4m3 or INT8 Q.K^T, key-permuted
     # V^T, D=64 and 128, 128-key tiles (the registers of 160 a thread hold no wider S).
@@ -280,7 +279,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                          "BLOCK_N / 2 + BLOCK_N / 8 + head_dim <= 224 (128x128x64, 128x256x64, 128x128x128)")
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
-                         "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm only), "
+                         "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm; 128x256x64: i8 vkperm), "
                          "128x128x256 (e4m3) or 128x64x256, w4 (two consumer warpgroups of 64 rows + a producer "
                          "warp), 2 or 3 stages, "
                          "FP8 V^T (optionally vkperm; vnat: dense e4m3 at head_dim 64/128), no ws/evenn/softcap")

@@ -15,8 +15,8 @@ INT_TO_FLOAT_OFFSET = tl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 @triton.jit
 def key_block_descale_pair(kd_base, k_descale_stride_blk, start_n, seqlen_k):
     """The block descales of the two 64-key blocks a tile at start_n can span (a tile of BLOCK_N <= 128 keys,
-    codegen refuses more, starts on a multiple of 64): two scalar loads. A block past seqlen_k gets 1.0 (its keys
-    are masked)."""
+    starting on a multiple of 64; the Gluon kernel's 256-key INT8 tiles read four with key_block_descale_at): two
+    scalar loads. A block past seqlen_k gets 1.0 (its keys are masked)."""
     blk = start_n // DESCALE_BLOCK
     kd0 = tl.load(kd_base + blk.to(tl.int64) * k_descale_stride_blk)
     kd1 = tl.load(kd_base + (blk + 1).to(tl.int64) * k_descale_stride_blk,

@@ -86,6 +86,11 @@ BLOCK_N / 2 FADDs per thread (D=128: 675 -> 624 SASS instructions per loop itera
 e4m3-rounded P, the weights P V actually applies, accumulated by the MMA: an accuracy variant, 1-5% slower on the
 H200 (the row-sum MMA shares P.V's wait and the tensor pipe).
 
+SPLIT_S (INT8 Q.K^T with 256-key tiles, D=64): Triton 3.6 does not lower the m64n256k32 integer wgmma, so S is two
+[64, 128] products over the halves of the K slot (two commit groups), the softmax runs once per 256 keys over four
+64-key descale blocks (_softmax_tile_int8_split), and P.V is two chained K=128 products over the halves of the V^T
+slot (the key permutation stays within 32-key blocks, so each half keeps P's order).
+
 The library compiles both: KEY_PERMUTED ("vkperm") for the V^T its kperm transpose writes, and the plain
 order for a caller's sequence-contiguous V.
 
