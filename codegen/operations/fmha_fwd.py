@@ -274,9 +274,10 @@ def _gluon_compile_spec(c: FmhaConfig):
     # three consumers it spills.
     if c.row_sum_mma and not ((c.qk_type == "e4m3" or int8) and c.v_key_permuted and not c.varlen
                               and c.block_m == 2 * GLUON_WG_M and c.head_dim <= 128
-                              and c.block_n // 2 + c.block_n // 8 + c.head_dim <= 224):
+                              and c.block_n // 2 + c.block_n // 8 + c.head_dim <= 224
+                              and not (int8 and c.block_n == 256)):  # SPLIT_S takes no row-sum MMA
         raise ValueError(f"{name_of(c)}: lsum needs dense e4m3 or i8 vkperm, 128-row blocks, and "
-                         "BLOCK_N / 2 + BLOCK_N / 8 + head_dim <= 224 (128x128x64, 128x256x64, 128x128x128)")
+                         "BLOCK_N / 2 + BLOCK_N / 8 + head_dim <= 224 (128x128x64, 128x256x64 e4m3, 128x128x128)")
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
                          "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm; 128x256x64: i8 vkperm), "
