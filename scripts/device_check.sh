@@ -18,6 +18,9 @@
 #              under a minute; needs no build
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
+#   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides),
+#              then bench/bench_int8_instances.py, every compiled INT8 instance by name (~4 min)
+#   stages     bench/mode_stage_times.py: every kernel of one fp8 / int8_qk call and its time (~30 s)
 #   clocks     bench/clock_under_load.py: SM clock and board power while fp8attn FP8 / BF16 and SDPA BF16 run back to
 #              back at D=128 S=8192 (whether the card holds its clock or its power limit holds it back) (~40 s)
 #   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
@@ -135,6 +138,27 @@ if step clocks; then
   PYTHONPATH=build/python timeout 200 python3 bench/clock_under_load.py --csv "$OUT/clock_under_load.csv" \
     > "$OUT/clocks.txt" 2>&1 || status=1
   cat "$OUT/clocks.txt"
+fi
+if step int8; then
+  # INT8 Q.K^T (issue 7's int8_qk mode): the kernel's INT8 settings through the JIT at D=64 (the library's 128-row
+  # ring of 2, three consumers, 256-key tiles with 2 and 3 stages; INT8_VARIANTS overrides), then every compiled
+  # INT8 instance by name through the library (the extra set's only with a FP8ATTN_KERNELS=* build).
+  K=kernels/fmha_fwd/fmha_fwd_gluon.py
+  variants=${INT8_VARIANTS:-"lib=$K:KEY_PERMUTED=1,NUM_STAGES=2 c3=$K:KEY_PERMUTED=1,NUM_CONSUMERS=3,BLOCK_N=128,NUM_STAGES=2
+    w256=$K:KEY_PERMUTED=1,BLOCK_N=256,NUM_STAGES=2 w256s3=$K:KEY_PERMUTED=1,BLOCK_N=256,NUM_STAGES=3"}
+  args=()
+  for v in $variants; do args+=(--variant "$v"); done
+  timeout 300 python3 bench/sweep_gluon.py --int8 "${args[@]}" --head-dims 64 --csv "$OUT/int8_sweep.csv" \
+    > "$OUT/int8_sweep.txt" 2>&1 || status=1
+  tail -20 "$OUT/int8_sweep.txt"
+  PYTHONPATH=build/python timeout 200 python3 bench/bench_int8_instances.py --configs d64 \
+    --csv "$OUT/int8_instances.csv" > "$OUT/int8_instances.txt" 2>&1 || status=1
+  cat "$OUT/int8_instances.txt"
+fi
+if step stages; then
+  # Every kernel one accuracy-mode call launches, with its duration (fp8 and int8_qk, D=64 S=8192 full)
+  PYTHONPATH=build/python timeout 120 python3 bench/mode_stage_times.py > "$OUT/stages.txt" 2>&1 || status=1
+  cut -c1-140 "$OUT/stages.txt"
 fi
 if step consan; then
   # The checker itself (the Gluon kernel intact must pass, with a wait removed ConSan must stop it): JIT only, so it
