@@ -11,7 +11,6 @@ time counts. The library's own pick (no name) is the last column.
 """
 
 import argparse
-import csv
 import os
 import sys
 
@@ -56,12 +55,11 @@ def main():
             return lambda: fp8attn.fmha_fwd(q8, k8, v_kperm if kperm else v_plain, q_descale=qd, k_descale=kd,
                                             v_descale=vd, causal=cfg.causal, kernel_name=name, v_key_permuted=kperm)
 
-        candidates = [*names, None]
-        first = call(names[0])()
-        runnable = []
-        for name in candidates:
-            o = call(name)()
-            err = ((o.float() - first.float()).norm() / first.float().norm()).item()
+        first, runnable = None, []
+        for name in [*names, None]:
+            o = call(name)().float()
+            first = o if first is None else first
+            err = ((o - first).norm() / first.norm()).item()
             if err > 5e-2:  # two FP8 kernels differ by far less; a wrong one by order 1
                 print(f"# {cfg.name} {name}: output differs from {names[0]}'s by {err:.2e}; not timed", flush=True)
                 continue
@@ -74,10 +72,7 @@ def main():
         del q, k, v, q8, k8, v_plain, v_kperm
         torch.cuda.empty_cache()
     if args.csv and rows:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        bvc.write_rows(args.csv, rows)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ tile of O for one (batch, head_q), in three warp-specialized partitions:
                   mbarrier (both consumers release it)
     consumer 0    the default partition (num_warps = 4, one warpgroup): query rows [0, 64) of the block
     consumer 1    a 4-warp worker: query rows [64, 128)
-    (consumer 2   NUM_CONSUMERS = 3, the 192-row instances of the extra set, not measured yet: rows [128, 192) of a
+    (consumer 2   NUM_CONSUMERS = 3, the 192-row instances (INT8 D=64 full attention): rows [128, 192) of a
                   192-row block, Q as three 64-row TMA boxes, 160-168 registers a consumer thread instead of 240)
 
 Each consumer warpgroup runs its own online softmax over its 64 rows with wgmma: S = Q K^T with Q and K from
