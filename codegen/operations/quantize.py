@@ -73,6 +73,7 @@ STATS_PARAMS = [
 REDUCE_PARAMS = [
     Param("Partial", "ptr", True), Param("Out", "ptr", True),
     Param("count", "i32"), Param("width", "i32"), Param("divisor", "f32"), Param("qmax", "f32"),
+    Param("seed", "i32"), Param("rotate", "i32"),
 ]
 
 APPLY_PARAMS = [

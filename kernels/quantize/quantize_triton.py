@@ -4,8 +4,8 @@ The input is [batch, seqlen, heads, head_dim] (head_dim contiguous, any other st
 block of BLOCK_S tokens of one (batch, head); the three kernels below are the stages of a quantization, which
 the runtime (src/quant/quantize.cpp) launches in the order the options need:
 
-    stats  (per block)   column sums of y (for K smoothing), or amax(|y - mean|) (for per-head/per-tensor scales)
-    reduce (per group)   those partials -> mean[b, h, :] or descale[group] = amax / QMAX
+    stats  (per block)   column sums of x (for K smoothing), or amax(|y - mean|) (for per-head/per-tensor scales)
+    reduce (per group)   those partials -> mean[b, h, :] of y (the sums' mean, rotated) or descale = amax / QMAX
     apply  (per block)   y = rotate(x) - mean, descale (given, reduced, or this block's amax / QMAX),
                          q = saturate(y / descale) in e4m3 or int8, stored [b, s, h, d] or V^T [b, h, d, s_pad]
 
@@ -46,7 +46,13 @@ def inv_sqrt(n):
 def _sylvester(N: tl.constexpr):
     """[N, N] Sylvester Hadamard matrix (N <= 256): entry (i, j) is (-1)^popcount(i & j)."""
     i = tl.arange(0, N)
-    bits = i[:, None] & i[None, :]  # < 256: the parity of 8 bits by folding
+    return _sylvester_entries(i[:, None], i[None, :])
+
+
+@triton.jit
+def _sylvester_entries(i, j):
+    """(-1)^popcount(i & j) for i, j < 256 (broadcast): Sylvester's H_n is the top-left block of H_2n."""
+    bits = i & j  # < 256: the parity of 8 bits by folding
     bits = bits ^ (bits >> 4)
     bits = bits ^ (bits >> 2)
     bits = bits ^ (bits >> 1)
@@ -76,23 +82,39 @@ def _hadamard_signs(seed, HEAD_DIM: tl.constexpr):
 
 @triton.jit
 def _rotate(x, seed, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
-    """x diag(signs) H, unnormalized (x float32 holding bf16/fp16 values)."""
+    """x diag(signs) H, unnormalized, in float32 (x: the bf16/fp16 input)."""
     if HEAD_DIM <= 128:
-        # bf16 and fp16 values (fp16 subnormals included) and +-1 are exact in tf32: the MMA's products are
-        # exact, its float32 sums the only rounding. H as a float32 operand: 64 KiB of shared memory at D=128.
-        y = tl.dot(x, _hadamard(seed, HEAD_DIM), input_precision="tf32")
+        # +-1 is exact in bf16 and fp16, so H in x's own type makes every product of the MMA exact and its
+        # float32 sums the only rounding, as a tf32 product of the float32 values would, at twice tf32's rate and
+        # with half its shared memory for H (the rotation made the apply pass compute-bound).
+        y = tl.dot(x, _hadamard(seed, HEAD_DIM).to(x.dtype), out_dtype=tl.float32)
     else:
         # D=256 would need 256 KiB for H: use H_256 = H_16 (x) H_16 (Sylvester's entry (-1)^popcount(i & j)
         # factors over the two 4-bit halves of i and j). The signs go on x first; the first product reads
         # exact inputs (tf32), the second float32 partial sums (tf32x3: about float32's precision).
         tl.static_assert(HEAD_DIM == 256, "the quantize kernel rotates head dims up to 256")
-        x = x * _hadamard_signs(seed, HEAD_DIM)[None, :]
+        x = x.to(tl.float32) * _hadamard_signs(seed, HEAD_DIM)[None, :]
         h16 = _sylvester(16)
         t = tl.dot(tl.reshape(x, [BLOCK_S * 16, 16]), h16, input_precision="tf32")  # rows (s, hi), cols lo'
         t = tl.reshape(tl.permute(tl.reshape(t, [BLOCK_S, 16, 16]), (0, 2, 1)), [BLOCK_S * 16, 16])
         t = tl.dot(t, h16, input_precision="tf32x3")  # rows (s, lo'), cols hi'
         y = tl.reshape(tl.permute(tl.reshape(t, [BLOCK_S, 16, 16]), (0, 2, 1)), [BLOCK_S, HEAD_DIM])
     return y
+
+
+@triton.jit
+def _rotate_vector(v, seed, width, WIDTH: tl.constexpr, ROWS: tl.constexpr = 16):
+    """v diag(signs) H / sqrt(width) for one vector v [WIDTH] (zero past width, width <= WIDTH a power of two) in
+    float32 FMAs, ROWS rows of H at a time (H_width is the top-left block of H_WIDTH; its columns past width are
+    not stored)."""
+    offs = tl.arange(0, WIDTH)
+    v = v * _hadamard_signs(seed, WIDTH)  # the sign of row i is a function of i alone
+    acc = tl.zeros([WIDTH], dtype=tl.float32)
+    for r0 in tl.range(0, width, ROWS):  # a run-time loop: unrolled over 256 rows it spilled
+        rows = r0 + tl.arange(0, ROWS)
+        v_rows = tl.sum(tl.where(rows[:, None] == offs[None, :], v[None, :], 0.0), axis=1)  # v[rows], exactly
+        acc += tl.sum(v_rows[:, None] * _sylvester_entries(rows[:, None], offs[None, :]), axis=0)
+    return acc / tl.sqrt_rn(width.to(tl.float32))
 
 
 @triton.jit
@@ -111,7 +133,7 @@ def _load_transformed(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, Mean
     base = X + b.to(tl.int64) * stride_xb + h.to(tl.int64) * stride_xh
     x = tl.load(base + tokens.to(tl.int64)[:, None] * stride_xs + offs_d[None, :], mask=rows[:, None], other=0.0)
     if rotate != 0:
-        y = _rotate(x.to(tl.float32), seed, HEAD_DIM, BLOCK_S) * INV_SQRT_D
+        y = _rotate(x, seed, HEAD_DIM, BLOCK_S) * INV_SQRT_D
     else:
         y = x.to(tl.float32)
     if smooth != 0:
@@ -140,12 +162,13 @@ def quantize_stats_kernel(
     stride_xb, stride_xh, stride_xs,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
-    """what == 0: PartialSum[b, h, blk, :] = column sums of y (rotated, not smoothed).
-    what == 1: PartialAmax[b, h, blk] = the block's finite amax of y (smoothed when smooth)."""
+    """what == 0: PartialSum[b, h, blk, :] = column sums of x (not rotated: the rotation is linear, so the
+    reduce stage rotates the mean instead of this pass rotating every token).
+    what == 1: PartialAmax[b, h, blk] = the block's finite amax of y (rotated, smoothed when smooth)."""
     pid, blk, bh, b, h = _program(num_blocks, heads)
     y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean, heads,
-                                      seed, rotate, (what != 0) & (smooth != 0), False, HEAD_DIM, BLOCK_S,
-                                      inv_sqrt(HEAD_DIM))
+                                      seed, (what != 0) & (rotate != 0), (what != 0) & (smooth != 0), False,
+                                      HEAD_DIM, BLOCK_S, inv_sqrt(HEAD_DIM))
     if what == 0:
         offs_d = tl.arange(0, HEAD_DIM)
         tl.store(PartialSum + pid.to(tl.int64) * HEAD_DIM + offs_d, tl.sum(y, axis=0))
@@ -155,11 +178,12 @@ def quantize_stats_kernel(
 
 @triton.jit
 def quantize_reduce_kernel(
-    Partial, Out, count, width, divisor, qmax,
+    Partial, Out, count, width, divisor, qmax, seed, rotate,
     WIDTH: tl.constexpr, CHUNK: tl.constexpr,
 ):
     """Program g reduces Partial[g, 0:count, 0:width] (float32, contiguous) over its middle axis.
-    divisor > 0: Out[g, :] = sum / divisor (the mean of a head's y). divisor == 0: width is 1 and
+    divisor > 0: Out[g, :] = sum / divisor (the mean of a head's x), rotated as the apply stage rotates x when
+    rotate (width a power of two: a head dim), so Out holds the mean of y. divisor == 0: width is 1 and
     Out[g] = max / qmax, or 1 where the max is 0 (an all-zero group: any descale reproduces it)."""
     g = tl.program_id(0)
     base = Partial + g.to(tl.int64) * count * width
@@ -170,7 +194,10 @@ def quantize_reduce_kernel(
         for _ in tl.range(0, count):
             total += tl.load(row + offs_w, mask=offs_w < width, other=0.0)
             row += width
-        tl.store(Out + g.to(tl.int64) * width + offs_w, total / divisor, mask=offs_w < width)
+        mean = total / divisor
+        if rotate != 0:
+            mean = _rotate_vector(tl.where(offs_w < width, mean, 0.0), seed, width, WIDTH)
+        tl.store(Out + g.to(tl.int64) * width + offs_w, mean, mask=offs_w < width)
     else:
         offs_c = tl.arange(0, CHUNK)
         running = tl.zeros([CHUNK], dtype=tl.float32)

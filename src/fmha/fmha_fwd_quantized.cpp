@@ -108,7 +108,9 @@ Status compose(Arguments const& a, uintptr_t base, Pieces* out) {
   }
   if (int8) r.q.granularity = r.k.granularity = Granularity::kPerBlock;
   r.k.smooth = int8 || a.mode == AccuracyMode::kFp8SmoothRotate;
-  r.q.rotate = r.k.rotate = a.mode == AccuracyMode::kFp8SmoothRotate;
+  // int8_qk rotates too: on SmolLM2 it took the perplexity cost from +0.20 / +0.22% to +0.13-0.18% (three seeds;
+  // docs/ACCURACY.md).
+  r.q.rotate = r.k.rotate = int8 || a.mode == AccuracyMode::kFp8SmoothRotate;
   r.q.rotation_seed = r.k.rotation_seed = a.rotation_seed;
 
   // V straight into V^T; in the vkperm key order when an instance reads it (then no transpose at all).

@@ -1,6 +1,6 @@
 // Quantize: the stages of a quantization (kernels/quantize/quantize_triton.py), planned once in initialize().
 //
-//   smooth:                     stats(sums) -> reduce(mean)                      the mean over the sequence
+//   smooth:                     stats(sums of x) -> reduce(mean, then rotated)   the mean over the sequence
 //   computed per tensor / head: stats(amax of y - mean) -> reduce(descale)       the descales
 //   always:                     apply (per block: computes and writes its own descale)
 
@@ -349,7 +349,9 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
       sp.pack(p);
     });
   };
-  auto reduce = [&](float const* partial, float* out, int64_t groups, int64_t count, int width, float divisor) {
+  // rotate: the mean's reduction rotates the mean of x (stats sums x unrotated; the rotation is linear).
+  auto reduce = [&](float const* partial, float* out, int64_t groups, int64_t count, int width, float divisor,
+                    bool rotate) {
     return add(*instances.reduce, groups, "quantize reduce", [&](runtime::ParamPack& p) {
       generated::QuantizeReduceTritonParams rp;
       rp.Partial = partial;
@@ -358,13 +360,15 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
       rp.width = width;
       rp.divisor = divisor;
       rp.qmax = qmax_of(a.output_type);
+      rp.seed = seed;
+      rp.rotate = rotate;
       rp.pack(p);
     });
   };
 
   if (needs_mean(a)) {
     if (Status s = stats(0); !s) return s;
-    if (Status s = reduce(sums, mean, bh, blocks, a.head_dim, static_cast<float>(a.seqlen)); !s) return s;
+    if (Status s = reduce(sums, mean, bh, blocks, a.head_dim, static_cast<float>(a.seqlen), a.rotate); !s) return s;
   }
   int64_t group = 1;  // consecutive (batch, head) rows sharing one descale
   if (a.granularity == Granularity::kPerTensor) group = bh;
@@ -375,7 +379,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
                                                         " blocks exceeds the reduction's 2^31-1");
     }
     if (Status s = stats(1); !s) return s;
-    if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f); !s) return s;
+    if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f, false); !s) return s;
   }
   float const* const descale = a.static_descale ? a.static_descale : a.descale;
   if (Status s = add(*instances.apply, bh * blocks, "quantize apply",

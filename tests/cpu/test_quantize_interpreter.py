@@ -100,7 +100,7 @@ class Quantizer:
         if self.smooth:
             launch(qk.quantize_stats_kernel, bh * nb, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=0, **common)
             launch(qk.quantize_reduce_kernel, bh, Partial=sums, Out=mean, count=nb, width=d, divisor=float(s), qmax=qmax,
-                                             WIDTH=256, CHUNK=1024)
+                   seed=self.seed, rotate=int(self.rotate), WIDTH=256, CHUNK=1024)
         group = {"tensor": bh, "head": h // self.heads_kv, "block": 1}[self.granularity]
         if self.static is not None:
             descale = HostTensor(np.asarray(self.static, np.float32), "float32")
@@ -110,7 +110,7 @@ class Quantizer:
             descale = f32(bh // group)
             launch(qk.quantize_stats_kernel, bh * nb, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=1, **common)
             launch(qk.quantize_reduce_kernel, bh // group, Partial=amax, Out=descale, count=group * nb, width=1,
-                                                      divisor=0.0, qmax=qmax, WIDTH=256, CHUNK=1024)
+                   divisor=0.0, qmax=qmax, seed=0, rotate=0, WIDTH=256, CHUNK=1024)
         storage, name = (np.int8, "int8") if self.out_dtype == "i8" else (np.uint8, "float8_e4m3fn")
         if self.layout == "bshd":
             out = HostTensor(np.zeros((b, s, h, d), storage), name)

@@ -43,7 +43,7 @@ constexpr Recipe kRecipes[] = {
     {"fp8_per_head: e4m3 per (batch, head)", DataType::kE4M3, Granularity::kPerHead, false, false, OutputLayout::kBSHD},
     {"fp8_smooth_rotate (K): e4m3, smoothed, rotated", DataType::kE4M3, Granularity::kPerTensor, true, true,
      OutputLayout::kBSHD},
-    {"int8_qk (K): int8 per 64-token block, smoothed", DataType::kI8, Granularity::kPerBlock, true, false,
+    {"int8_qk (K): int8 per 64-token block, smoothed, rotated", DataType::kI8, Granularity::kPerBlock, true, true,
      OutputLayout::kBSHD},
     {"V^T in the vkperm key order: e4m3 per tensor", DataType::kE4M3, Granularity::kPerTensor, false, false,
      OutputLayout::kVtKeyPermuted},

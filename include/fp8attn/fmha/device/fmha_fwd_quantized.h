@@ -7,7 +7,7 @@
 //   kFp8               e4m3, one descale per tensor                      e4m3 per tensor, written as V^T
 //   kFp8PerHead        e4m3, per (batch, kv head)                        e4m3 per (batch, kv head), V^T
 //   kFp8SmoothRotate   e4m3 per tensor, K smoothed, Q and K rotated      e4m3 per tensor, V^T
-//   kInt8QK            int8 per 64-token block, K smoothed               e4m3 per tensor, V^T
+//   kInt8QK            int8 per 64-token block, K smoothed, Q K rotated  e4m3 per tensor, V^T
 //   kBf16              no quantization: FmhaFwd on the bf16 inputs       -
 //
 // V is quantized straight into the layout the FP8 P.V product reads (in the key order of the "vkperm"
