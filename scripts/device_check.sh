@@ -20,7 +20,8 @@
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
 #   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides),
 #              then bench/bench_int8_instances.py, every compiled INT8 instance by name (~4 min)
-#   stages     bench/mode_stage_times.py: every kernel of one fp8 / int8_qk call and its time (~30 s)
+#   stages     bench/mode_stage_times.py: every kernel of one fp8 / fp8_smooth_rotate / int8_qk call and its time, at
+#              D=64 S=8192 and D=128 S=2048 (~1 min)
 #   clocks     bench/clock_under_load.py: SM clock and board power while fp8attn FP8 / BF16 and SDPA BF16 run back to
 #              back at D=128 S=8192 (whether the card holds its clock or its power limit holds it back) (~40 s)
 #   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
@@ -156,9 +157,13 @@ if step int8; then
   cat "$OUT/int8_instances.txt"
 fi
 if step stages; then
-  # Every kernel one accuracy-mode call launches, with its duration (fp8 and int8_qk, D=64 S=8192 full)
-  PYTHONPATH=build/python timeout 120 python3 bench/mode_stage_times.py > "$OUT/stages.txt" 2>&1 || status=1
-  cut -c1-140 "$OUT/stages.txt"
+  # Every kernel one accuracy-mode call launches, with its duration (fp8, fp8_smooth_rotate and int8_qk: D=64
+  # S=8192 full, H=64, and D=128 S=2048 full, H=32, B=16: where the rotation's cost showed most)
+  PYTHONPATH=build/python timeout 120 python3 bench/mode_stage_times.py --modes fp8,fp8_smooth_rotate,int8_qk \
+    > "$OUT/stages.txt" 2>&1 || status=1
+  PYTHONPATH=build/python timeout 120 python3 bench/mode_stage_times.py --modes fp8,fp8_smooth_rotate,int8_qk \
+    --head-dim 128 --heads 32 --batch 16 --seqlen 2048 >> "$OUT/stages.txt" 2>&1 || status=1
+  grep -v Warning "$OUT/stages.txt" | cut -c1-140
 fi
 if step consan; then
   # The checker itself (the Gluon kernel intact must pass, with a wait removed ConSan must stop it): JIT only, so it
