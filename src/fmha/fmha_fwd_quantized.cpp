@@ -108,8 +108,8 @@ Status compose(Arguments const& a, uintptr_t base, Pieces* out) {
   }
   if (int8) r.q.granularity = r.k.granularity = Granularity::kPerBlock;
   r.k.smooth = int8 || a.mode == AccuracyMode::kFp8SmoothRotate;
-  // int8_qk rotates too: on SmolLM2 it took the perplexity cost from +0.20 / +0.22% to +0.13-0.18% (three seeds;
-  // docs/ACCURACY.md).
+  // int8_qk rotates too: on SmolLM2 it took the perplexity cost from +0.20 / +0.22% to +0.07 / +0.13% (windows of
+  // 2048 / 8192; docs/ACCURACY.md).
   r.q.rotate = r.k.rotate = int8 || a.mode == AccuracyMode::kFp8SmoothRotate;
   r.q.rotation_seed = r.k.rotation_seed = a.rotation_seed;
 
