@@ -8,7 +8,15 @@ CPP_HEADER and cpp_config(config) (the C++ record of its configuration). Adding 
 here plus manifest rows; nothing else in codegen/ branches on the kind or names it.
 """
 
-from operations import fmha_fwd, paged, quantize, transpose_v
+import sys
+from pathlib import Path
+
+# The kernels' shared constants (kernels/common/numerics.py) size some configurations (quantize's rotation stage).
+_KERNELS = str(Path(__file__).resolve().parents[2] / "kernels")
+if _KERNELS not in sys.path:
+    sys.path.insert(0, _KERNELS)
+
+from operations import fmha_fwd, paged, quantize, transpose_v  # noqa: E402
 
 OPERATIONS = {m.NAME: m for m in (fmha_fwd, transpose_v, quantize, paged)}
 

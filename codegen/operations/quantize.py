@@ -3,6 +3,7 @@
     fp8attn_sm90_quantize_apply_<in>_<out>_<BS>x<D>_w<warps>[_kperm]   quantize one block of BS tokens
     fp8attn_sm90_quantize_stats_<in>_<BS>x<D>_w<warps>                 per-block column sums / amax
     fp8attn_sm90_quantize_reduce_f32_w<warps>                          partials -> mean / descale
+    fp8attn_sm90_quantize_rotation_<in>_w<warps>                       the rotation matrix, once per call
 
 A quantization launches the stages its options need (src/quant/quantize.cpp); every stage is its own
 instance. kperm: V^T written in the Gluon attention kernel's key order (the vkperm attention instances).
@@ -12,21 +13,22 @@ Kernels: kernels/quantize/quantize_triton.py.
 import re
 from dataclasses import dataclass
 
+from common.numerics import ROTATION_TABLE_MAX_HEAD_DIM
 from params import Param
 
 NAME = "quantize"
 CPP_KIND = "kQuantize"  # library::OperationKind
 ARCH = "sm90"
-STAGES = ("apply", "stats", "reduce")
+STAGES = ("apply", "stats", "reduce", "rotation")
 
 
 @dataclass(frozen=True)
 class QuantizeConfig:
-    stage: str           # apply | stats | reduce
-    in_dtype: str        # bf16 | f16 (f32 for reduce)
+    stage: str           # apply | stats | reduce | rotation
+    in_dtype: str        # bf16 | f16 (f32 for reduce; the matrix's type for rotation)
     out_dtype: str       # e4m3 | i8 (apply only; "" otherwise)
-    block_s: int         # tokens per program (the per-block granularity's block); 0 for reduce
-    head_dim: int        # 0 for reduce
+    block_s: int         # tokens per program (the per-block granularity's block); 0 for reduce and rotation
+    head_dim: int        # 0 for reduce and rotation (the rotation stage serves every head dim it can)
     warps: int
     key_permuted: bool = False
     family: str = "triton"
@@ -38,7 +40,8 @@ _RE = re.compile(
     rf"fp8attn_{ARCH}_quantize_(?:"
     r"apply_(?P<ai>bf16|f16)_(?P<ao>e4m3|i8)_(?P<abs>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)(?P<kperm>_kperm)?"
     r"|stats_(?P<si>bf16|f16)_(?P<sbs>\d+)x(?P<sd>\d+)_w(?P<sw>\d+)"
-    r"|reduce_f32_w(?P<rw>\d+))")
+    r"|reduce_f32_w(?P<rw>\d+)"
+    r"|rotation_(?P<ri>bf16|f16)_w(?P<row>\d+))")
 
 
 def name_of(c: QuantizeConfig) -> str:
@@ -47,6 +50,8 @@ def name_of(c: QuantizeConfig) -> str:
         return name + ("_kperm" if c.key_permuted else "")
     if c.stage == "stats":
         return f"fp8attn_{ARCH}_quantize_stats_{c.in_dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
+    if c.stage == "rotation":
+        return f"fp8attn_{ARCH}_quantize_rotation_{c.in_dtype}_w{c.warps}"
     return f"fp8attn_{ARCH}_quantize_reduce_f32_w{c.warps}"
 
 
@@ -58,13 +63,15 @@ def parse(name: str):
         return QuantizeConfig("apply", m["ai"], m["ao"], int(m["abs"]), int(m["ad"]), int(m["aw"]), bool(m["kperm"]))
     if m["si"]:
         return QuantizeConfig("stats", m["si"], "", int(m["sbs"]), int(m["sd"]), int(m["sw"]))
+    if m["ri"]:
+        return QuantizeConfig("rotation", m["ri"], "", 0, 0, int(m["row"]))
     return QuantizeConfig("reduce", "f32", "", 0, 0, int(m["rw"]))
 
 
 _X_STRIDES = [Param("stride_xb", "i64", True), Param("stride_xh", "i64", True), Param("stride_xs", "i64", True)]
 
 STATS_PARAMS = [
-    Param("X", "ptr", True), Param("Mean", "ptr", True), Param("PartialSum", "ptr", True),
+    Param("X", "ptr", True), Param("Mean", "ptr", True), Param("Rotation", "ptr", True), Param("PartialSum", "ptr", True),
     Param("PartialAmax", "ptr", True),
     Param("seqlen", "i32"), Param("heads", "i32"), Param("num_blocks", "i32"), Param("seed", "i32"),
     Param("rotate", "i32"), Param("smooth", "i32"), Param("what", "i32"),
@@ -78,10 +85,13 @@ REDUCE_PARAMS = [
 
 APPLY_PARAMS = [
     Param("X", "ptr", True), Param("Out", "ptr", True), Param("Descale", "ptr"), Param("Mean", "ptr", True),
+    Param("Rotation", "ptr", True),
     Param("seqlen", "i32"), Param("heads", "i32"), Param("num_blocks", "i32"), Param("seed", "i32"),
     Param("rotate", "i32"), Param("smooth", "i32"), Param("per_block", "i32"), Param("group", "i32"),
     Param("seqlen_pad", "i32"), Param("vt", "i32"),
 ] + _X_STRIDES + [Param("stride_ob", "i64", True), Param("stride_oh", "i64", True), Param("stride_os", "i64", True)]
+
+ROTATION_PARAMS = [Param("Rotation", "ptr", True), Param("width", "i32"), Param("seed", "i32")]
 
 _MODULE = "quantize.quantize_triton"
 # kernel key -> (kernel module, function, params, C++ params struct)
@@ -89,11 +99,14 @@ KERNELS = {
     "triton_apply": (_MODULE, "quantize_apply_kernel", APPLY_PARAMS, "QuantizeApplyTritonParams"),
     "triton_stats": (_MODULE, "quantize_stats_kernel", STATS_PARAMS, "QuantizeStatsTritonParams"),
     "triton_reduce": (_MODULE, "quantize_reduce_kernel", REDUCE_PARAMS, "QuantizeReduceTritonParams"),
+    "triton_rotation": (_MODULE, "quantize_rotation_kernel", ROTATION_PARAMS, "QuantizeRotationTritonParams"),
 }
 
 # The reduce stage's widest row (the largest head dim's mean) and its loop chunk.
 REDUCE_WIDTH = 256
 REDUCE_CHUNK = 1024
+# The rotation stage's matrix is at most this wide (larger head dims multiply by factors in the kernel).
+ROTATION_MAX_HEAD_DIM = ROTATION_TABLE_MAX_HEAD_DIM
 
 _TRITON_TYPE = {"bf16": "*bf16", "f16": "*fp16", "e4m3": "*fp8e4nv", "i8": "*i8"}
 
@@ -110,14 +123,18 @@ def compile_spec(c: QuantizeConfig):
     if c.stage == "reduce":
         types = {"Partial": "*fp32", "Out": "*fp32"}
         constexprs = {"WIDTH": REDUCE_WIDTH, "CHUNK": REDUCE_CHUNK}
+    elif c.stage == "rotation":
+        types = {"Rotation": _TRITON_TYPE[c.in_dtype]}
+        constexprs = {"WIDTH": ROTATION_MAX_HEAD_DIM, "ROWS": 16}
     elif c.stage == "stats":
-        types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "PartialSum": "*fp32", "PartialAmax": "*fp32"}
+        types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype],
+                 "PartialSum": "*fp32", "PartialAmax": "*fp32"}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}
     else:
         if c.key_permuted and c.block_s % 32:
             raise ValueError(f"{name_of(c)}: kperm needs whole 32-key blocks")
         types = {"X": _TRITON_TYPE[c.in_dtype], "Out": _TRITON_TYPE[c.out_dtype], "Descale": "*fp32",
-                 "Mean": "*fp32"}
+                 "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
                       "KEY_PERMUTED": c.key_permuted}
     return params, types, constexprs, c.warps, 1
@@ -128,15 +145,19 @@ def check_sass(c, mma_counts, sass="", ttgir=""):
 
 
 def requires(c: QuantizeConfig):
-    """Every apply instance may need the statistics of its input (smoothing, per-head/per-tensor descales)."""
+    """Every apply instance may need the statistics of its input (smoothing, per-head/per-tensor descales) and,
+    up to ROTATION_MAX_HEAD_DIM, the rotation matrix in its input type."""
     if c.stage != "apply":
         return []
-    return [QuantizeConfig("stats", c.in_dtype, "", c.block_s, c.head_dim, c.warps),
-            QuantizeConfig("reduce", "f32", "", 0, 0, 4)]
+    needed = [QuantizeConfig("stats", c.in_dtype, "", c.block_s, c.head_dim, c.warps),
+              QuantizeConfig("reduce", "f32", "", 0, 0, 4)]
+    if c.head_dim <= ROTATION_MAX_HEAD_DIM:
+        needed.append(QuantizeConfig("rotation", c.in_dtype, "", 0, 0, 4))
+    return needed
 
 
 CPP_HEADER = "quant/quantize_kernel_config.h"
-_CPP_STAGE = {"apply": "kApply", "stats": "kStats", "reduce": "kReduce"}
+_CPP_STAGE = {"apply": "kApply", "stats": "kStats", "reduce": "kReduce", "rotation": "kRotation"}
 _CPP_TYPE = {"bf16": "DataType::kBF16", "f16": "DataType::kF16", "f32": "DataType::kF32", "e4m3": "DataType::kE4M3",
              "i8": "DataType::kI8", "": "DataType::kF32"}
 

@@ -44,6 +44,11 @@ HASH_SEED_MUL = 0x9E3779B1
 HASH_INDEX_MUL = 0x85EBCA77
 HASH_MIX_MUL = 0x2C1B3C6D
 
+# Head dims up to this one rotate with the matrix the quantize operation's rotation stage writes into the
+# workspace once per call (kernels/quantize/quantize_triton.py); 256 multiplies by two 16x16 factors instead.
+# src/quant/quantize.cpp reads it through the generated numerics.h (which calls launch the stage).
+ROTATION_TABLE_MAX_HEAD_DIM = 128
+
 
 def hadamard_sign(seed, i):
     """+1 or -1: the sign of row i of the random-sign Hadamard rotation for `seed` (plain integers)."""

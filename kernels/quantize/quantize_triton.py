@@ -4,6 +4,7 @@ The input is [batch, seqlen, heads, head_dim] (head_dim contiguous, any other st
 block of BLOCK_S tokens of one (batch, head); the three kernels below are the stages of a quantization, which
 the runtime (src/quant/quantize.cpp) launches in the order the options need:
 
+    rotation (one program) diag(signs) H in the input's type, once per call (ROTATE at head dims <= 128)
     stats  (per block)   column sums of x (for K smoothing), or amax(|y - mean|) (for per-head/per-tensor scales)
     reduce (per group)   those partials -> mean[b, h, :] of y (the sums' mean, rotated) or descale = amax / QMAX
     apply  (per block)   y = rotate(x) - mean, descale (given, reduced, or this block's amax / QMAX),
@@ -12,6 +13,10 @@ the runtime (src/quant/quantize.cpp) launches in the order the options need:
 where y = x H / sqrt(head_dim) with H = diag(signs) times the Sylvester Hadamard matrix (ROTATE; exact: Q H and
 K H give the same scores) and mean is y's mean over the sequence of that (batch, head) (SMOOTH, K only: every
 score of a query row moves by the same amount, softmax does not change).
+
+Why a rotation stage: building the [D, D] matrix of +-1 from the seed costs ~11 integer instructions per entry,
+about 1400 per thread at D=128 (more than quantizing the thread's values); every program of stats and apply did
+it. Built once into the workspace, it is read by every program from L2 (8-32 KiB, the same bytes for all).
 
 Exactness of the rotation: x (bf16 or fp16) and the +-1 entries of H are exact in the MMA's input format and the
 products accumulate in float32, so y differs from the float64 rotation only by float32 accumulation and one
@@ -25,7 +30,8 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import constexpr_function
 
-from common.numerics import E4M3_MAX, HASH_INDEX_MUL, HASH_MIX_MUL, HASH_SEED_MUL, INT8_QMAX
+from common.numerics import (E4M3_MAX, HASH_INDEX_MUL, HASH_MIX_MUL, HASH_SEED_MUL, INT8_QMAX,
+                             ROTATION_TABLE_MAX_HEAD_DIM)
 
 _E4M3_MAX = tl.constexpr(E4M3_MAX)
 _INT8_MAX = tl.constexpr(INT8_QMAX)
@@ -34,6 +40,10 @@ _INDEX_MUL = tl.constexpr(HASH_INDEX_MUL)
 _MIX_MUL = tl.constexpr(HASH_MIX_MUL)
 # Adding then subtracting 1.5 * 2^23 rounds a float32 of magnitude < 2^22 to the nearest integer, ties to even.
 _ROUND_MAGIC = tl.constexpr(12582912.0)
+# Head dims whose rotation reads the matrix the rotation stage wrote (at 256 it would be 128 KiB of shared memory
+# for the MMA; that head dim multiplies by the factors H_16 (x) H_16 instead). The same constant sizes the stage
+# (codegen/operations/quantize.py) and decides which calls launch it (src/quant/quantize.cpp).
+ROTATION_TABLE_MAX_DIM = tl.constexpr(ROTATION_TABLE_MAX_HEAD_DIM)
 
 
 @constexpr_function
@@ -60,16 +70,16 @@ def _sylvester_entries(i, j):
 
 
 @triton.jit
-def _hadamard(seed, HEAD_DIM: tl.constexpr):
-    """[HEAD_DIM, HEAD_DIM] of +-1: row i is sign(i) times row i of the Sylvester matrix."""
-    return _hadamard_signs(seed, HEAD_DIM)[:, None] * _sylvester(HEAD_DIM)
+def _hadamard_signs(seed, HEAD_DIM: tl.constexpr):
+    """[HEAD_DIM] of +-1: common/numerics.py's hadamard_sign(seed, i)."""
+    return _signs_of(seed, tl.arange(0, HEAD_DIM))
 
 
 @triton.jit
-def _hadamard_signs(seed, HEAD_DIM: tl.constexpr):
-    """[HEAD_DIM] of +-1: common/numerics.py's hadamard_sign(seed, i)."""
+def _signs_of(seed, i):
+    """+-1 for each row index in i: common/numerics.py's hadamard_sign(seed, i)."""
     # uint32 arithmetic throughout (the constants made uint32 too: as Python ints they would widen to 64 bits).
-    i = tl.arange(0, HEAD_DIM).to(tl.uint32)
+    i = i.to(tl.uint32)
     seed_mul = tl.full([], _SEED_MUL, tl.uint32)
     index_mul = tl.full([], _INDEX_MUL, tl.uint32)
     mix_mul = tl.full([], _MIX_MUL, tl.uint32)
@@ -81,15 +91,18 @@ def _hadamard_signs(seed, HEAD_DIM: tl.constexpr):
 
 
 @triton.jit
-def _rotate(x, seed, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
-    """x diag(signs) H, unnormalized, in float32 (x: the bf16/fp16 input)."""
-    if HEAD_DIM <= 128:
+def _rotate(x, seed, Rotation, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
+    """x diag(signs) H, unnormalized, in float32 (x: the bf16/fp16 input; Rotation: diag(signs) H [HEAD_DIM,
+    HEAD_DIM] in x's type, written by quantize_rotation_kernel, for HEAD_DIM <= ROTATION_TABLE_MAX_DIM)."""
+    if HEAD_DIM <= ROTATION_TABLE_MAX_DIM:
         # +-1 is exact in bf16 and fp16, so H in x's own type makes every product of the MMA exact and its
         # float32 sums the only rounding, as a tf32 product of the float32 values would, at twice tf32's rate and
         # with half its shared memory for H (the rotation made the apply pass compute-bound).
-        y = tl.dot(x, _hadamard(seed, HEAD_DIM).to(x.dtype), out_dtype=tl.float32)
+        i = tl.arange(0, HEAD_DIM)
+        h = tl.load(Rotation + i[:, None] * HEAD_DIM + i[None, :])
+        y = tl.dot(x, h, out_dtype=tl.float32)
     else:
-        # D=256 would need 256 KiB for H: use H_256 = H_16 (x) H_16 (Sylvester's entry (-1)^popcount(i & j)
+        # D=256 would need 128 KiB for H: use H_256 = H_16 (x) H_16 (Sylvester's entry (-1)^popcount(i & j)
         # factors over the two 4-bit halves of i and j). The signs go on x first; the first product reads
         # exact inputs (tf32), the second float32 partial sums (tf32x3: about float32's precision).
         tl.static_assert(HEAD_DIM == 256, "the quantize kernel rotates head dims up to 256")
@@ -118,7 +131,8 @@ def _rotate_vector(v, seed, width, WIDTH: tl.constexpr, ROWS: tl.constexpr = 16)
 
 
 @triton.jit
-def _load_transformed(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, Mean, heads, seed, rotate, smooth,
+def _load_transformed(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, Mean, Rotation, heads, seed, rotate,
+                      smooth,
                       KEY_PERMUTED: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
                       INV_SQRT_D: tl.constexpr):
     """y for the tokens of one block (rows past seqlen are 0, also after smoothing) and the row mask. With
@@ -133,7 +147,7 @@ def _load_transformed(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, Mean
     base = X + b.to(tl.int64) * stride_xb + h.to(tl.int64) * stride_xh
     x = tl.load(base + tokens.to(tl.int64)[:, None] * stride_xs + offs_d[None, :], mask=rows[:, None], other=0.0)
     if rotate != 0:
-        y = _rotate(x, seed, HEAD_DIM, BLOCK_S) * INV_SQRT_D
+        y = _rotate(x, seed, Rotation, HEAD_DIM, BLOCK_S) * INV_SQRT_D
     else:
         y = x.to(tl.float32)
     if smooth != 0:
@@ -156,8 +170,22 @@ def _finite_amax(y):
 
 
 @triton.jit
+def quantize_rotation_kernel(Rotation, width, seed, WIDTH: tl.constexpr, ROWS: tl.constexpr = 16):
+    """One program: Rotation[i, j] = sign(i) * (-1)^popcount(i & j) for i, j < width (a power of two <= WIDTH),
+    row-major with row stride width, in Rotation's type (+-1 is exact in bf16 and fp16). Sylvester's H_width is
+    the top-left block of H_WIDTH and the signs depend on the row index alone, so one instance serves every
+    head dim up to WIDTH. ROWS rows at a time (the whole [128, 128] at once spilled)."""
+    cols = tl.arange(0, WIDTH)
+    for r0 in tl.range(0, width, ROWS):
+        rows = r0 + tl.arange(0, ROWS)
+        h = _signs_of(seed, rows)[:, None] * _sylvester_entries(rows[:, None], cols[None, :])
+        inside = (rows[:, None] < width) & (cols[None, :] < width)
+        tl.store(Rotation + rows[:, None] * width + cols[None, :], h.to(Rotation.dtype.element_ty), mask=inside)
+
+
+@triton.jit
 def quantize_stats_kernel(
-    X, Mean, PartialSum, PartialAmax,
+    X, Mean, Rotation, PartialSum, PartialAmax,
     seqlen, heads, num_blocks, seed, rotate, smooth, what,
     stride_xb, stride_xh, stride_xs,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
@@ -166,8 +194,8 @@ def quantize_stats_kernel(
     reduce stage rotates the mean instead of this pass rotating every token).
     what == 1: PartialAmax[b, h, blk] = the block's finite amax of y (rotated, smoothed when smooth)."""
     pid, blk, bh, b, h = _program(num_blocks, heads)
-    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean, heads,
-                                      seed, (what != 0) & (rotate != 0), (what != 0) & (smooth != 0), False,
+    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean,
+                                      Rotation, heads, seed, (what != 0) & (rotate != 0), (what != 0) & (smooth != 0), False,
                                       HEAD_DIM, BLOCK_S, inv_sqrt(HEAD_DIM))
     if what == 0:
         offs_d = tl.arange(0, HEAD_DIM)
@@ -209,7 +237,7 @@ def quantize_reduce_kernel(
 
 @triton.jit
 def quantize_apply_kernel(
-    X, Out, Descale, Mean,
+    X, Out, Descale, Mean, Rotation,
     seqlen, heads, num_blocks, seed, rotate, smooth, per_block, group, seqlen_pad, vt,
     stride_xb, stride_xh, stride_xs, stride_ob, stride_oh, stride_os,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, OUT_INT8: tl.constexpr, KEY_PERMUTED: tl.constexpr,
@@ -219,8 +247,8 @@ def quantize_apply_kernel(
     vt == 0: Out[b, s, h, :] with the given strides; vt != 0: Out is V^T [b, h, HEAD_DIM, seqlen_pad], packed,
     positions in [seqlen, seqlen_pad) written with zeros (KEY_PERMUTED: the Gluon kernel's key order)."""
     pid, blk, bh, b, h = _program(num_blocks, heads)
-    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean, heads,
-                                      seed, rotate, smooth, KEY_PERMUTED, HEAD_DIM, BLOCK_S,
+    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean,
+                                      Rotation, heads, seed, rotate, smooth, KEY_PERMUTED, HEAD_DIM, BLOCK_S,
                                       inv_sqrt(HEAD_DIM))
     if OUT_INT8:
         qmax = _INT8_MAX

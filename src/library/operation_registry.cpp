@@ -93,6 +93,10 @@ class TransposeVOperation : public Operation {
 std::string quantize_summary(quant::detail::QuantizeKernelConfig const& c) {
   using quant::detail::QuantizeStage;
   if (c.stage == QuantizeStage::kReduce) return "quantize stage: partial sums / amax -> mean / descale";
+  if (c.stage == QuantizeStage::kRotation) {
+    return "quantize stage: the random-sign Hadamard matrix in " + std::string(to_string(c.in_type)) +
+           ", once per call";
+  }
   std::string const tile = std::to_string(c.block_s) + " tokens per CTA, D=" + std::to_string(c.head_dim);
   if (c.stage == QuantizeStage::kStats) {
     return "quantize stage: per-block column sums / amax of " + std::string(to_string(c.in_type)) + ", " + tile;
@@ -101,7 +105,7 @@ std::string quantize_summary(quant::detail::QuantizeKernelConfig const& c) {
          (c.key_permuted ? ", V^T in the vkperm key order" : "");
 }
 
-/// A quantize instance. Only apply instances run on their own; the stats and reduce stages are listed (they
+/// A quantize instance. Only apply instances run on their own; the stats, reduce and rotation stages are listed (they
 /// are compiled instances of this kind) but refuse to be run alone, with a message saying so.
 class QuantizeOperation : public Operation {
  public:

@@ -1,5 +1,6 @@
 // Quantize: the stages of a quantization (kernels/quantize/quantize_triton.py), planned once in initialize().
 //
+//   rotate, head_dim <= 128:    rotation(diag(signs) H into the workspace)     read by stats and apply
 //   smooth:                     stats(sums of x) -> reduce(mean, then rotated)   the mean over the sequence
 //   computed per tensor / head: stats(amax of y - mean) -> reduce(descale)       the descales
 //   always:                     apply (per block: computes and writes its own descale)
@@ -14,6 +15,7 @@
 
 #include "fp8attn/fmha/device/transpose_v.h"
 #include "generated/kernel_params.h"
+#include "generated/numerics.h"
 #include "quant/quantize_kernel_config.h"
 #include "runtime/argument_checks.h"
 #include "runtime/cuda_driver.h"
@@ -61,6 +63,9 @@ int64_t blocks_of(Arguments const& a) {
 }
 
 bool needs_mean(Arguments const& a) { return a.smooth; }
+/// Up to this head dim the kernels read the rotation matrix from the workspace; beyond it they factor it.
+constexpr int kRotationTableMaxDim = static_cast<int>(generated::numerics::ROTATION_TABLE_MAX_HEAD_DIM);
+bool needs_rotation_table(Arguments const& a) { return a.rotate && a.head_dim <= kRotationTableMaxDim; }
 bool needs_amax(Arguments const& a) { return a.granularity != Granularity::kPerBlock && !a.static_descale; }
 
 KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string const& name = {}) {
@@ -74,6 +79,10 @@ KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string 
     }
     if (c.stage != stage) continue;
     if (stage == QuantizeStage::kReduce) return &k;
+    if (stage == QuantizeStage::kRotation) {
+      if (c.in_type == a.input_type) return &k;
+      continue;
+    }
     if (c.in_type != a.input_type || c.head_dim != a.head_dim) continue;
     if (stage == QuantizeStage::kApply &&
         (c.out_type != a.output_type || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted))) {
@@ -89,6 +98,7 @@ struct Instances {
   KernelInstance const* apply = nullptr;
   KernelInstance const* stats = nullptr;
   KernelInstance const* reduce = nullptr;
+  KernelInstance const* rotation = nullptr;
 };
 
 Status select(Arguments const& a, Instances* out) {
@@ -119,6 +129,12 @@ Status select(Arguments const& a, Instances* out) {
     out->reduce = find(QuantizeStage::kReduce, a);
     if (!out->stats || !out->reduce) {
       return Status(StatusCode::kErrorNotSupported, "no compiled quantize statistics stage for " + what);
+    }
+  }
+  if (needs_rotation_table(a)) {
+    out->rotation = find(QuantizeStage::kRotation, a);
+    if (!out->rotation) {
+      return Status(StatusCode::kErrorNotSupported, "no compiled quantize rotation stage for " + what);
     }
   }
   return Status::success();
@@ -216,6 +232,7 @@ Status validate(Arguments const& a) {
 }
 
 struct Workspace {
+  size_t rotation_offset = 0, rotation_bytes = 0;  // [head_dim, head_dim] in the input type
   size_t mean_offset = 0, mean_bytes = 0;      // [batch, heads, head_dim]
   size_t sums_offset = 0, sums_bytes = 0;      // [batch, heads, blocks, head_dim]
   size_t amax_offset = 0, amax_bytes = 0;      // [batch, heads, blocks]
@@ -229,9 +246,14 @@ Workspace plan_workspace(Arguments const& a) {
   Workspace w;
   size_t const bh = static_cast<size_t>(a.batch) * a.heads;
   size_t const blocks = static_cast<size_t>(blocks_of(a));
+  if (needs_rotation_table(a)) {
+    w.rotation_bytes = static_cast<size_t>(a.head_dim) * a.head_dim * size_of(a.input_type);
+    w.total = align_up(w.rotation_bytes);
+  }
   if (needs_mean(a)) {
+    w.mean_offset = w.total;
     w.mean_bytes = bh * a.head_dim * sizeof(float);
-    w.sums_offset = align_up(w.mean_bytes);
+    w.sums_offset = w.mean_offset + align_up(w.mean_bytes);
     w.sums_bytes = bh * blocks * a.head_dim * sizeof(float);
     w.total = w.sums_offset + align_up(w.sums_bytes);
   }
@@ -313,6 +335,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
   if (Status s = fp8attn::detail::cuda_driver(&driver); !s) return s;
 
   auto* const base = static_cast<char*>(workspace);
+  void* const rotation = needs_rotation_table(a) ? base + w.rotation_offset : nullptr;
   float* const mean = needs_mean(a) ? reinterpret_cast<float*>(base + w.mean_offset) : nullptr;
   float* const sums = needs_mean(a) ? reinterpret_cast<float*>(base + w.sums_offset) : nullptr;
   float* const amax = needs_amax(a) ? reinterpret_cast<float*>(base + w.amax_offset) : nullptr;
@@ -334,6 +357,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
       generated::QuantizeStatsTritonParams sp;
       sp.X = a.input.ptr;
       sp.Mean = mean;
+      sp.Rotation = rotation;
       sp.PartialSum = sums;
       sp.PartialAmax = amax;
       sp.seqlen = a.seqlen;
@@ -366,6 +390,19 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     });
   };
 
+  if (needs_rotation_table(a)) {
+    if (Status s = add(*instances.rotation, 1, "quantize rotation",
+                       [&](runtime::ParamPack& p) {
+                         generated::QuantizeRotationTritonParams rp;
+                         rp.Rotation = rotation;
+                         rp.width = a.head_dim;
+                         rp.seed = seed;
+                         rp.pack(p);
+                       });
+        !s) {
+      return s;
+    }
+  }
   if (needs_mean(a)) {
     if (Status s = stats(0); !s) return s;
     if (Status s = reduce(sums, mean, bh, blocks, a.head_dim, static_cast<float>(a.seqlen), a.rotate); !s) return s;
@@ -389,6 +426,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
                        ap.Out = a.output.ptr;
                        ap.Descale = descale;
                        ap.Mean = mean;
+                       ap.Rotation = rotation;
                        ap.seqlen = a.seqlen;
                        ap.heads = a.heads;
                        ap.num_blocks = static_cast<int32_t>(blocks);

@@ -5,14 +5,14 @@
 
 namespace fp8attn::quant::detail {
 
-enum class QuantizeStage { kApply, kStats, kReduce };
+enum class QuantizeStage { kApply, kStats, kReduce, kRotation };
 
 struct QuantizeKernelConfig {
   QuantizeStage stage;
-  DataType in_type;   ///< bf16 / f16 (f32 for reduce)
+  DataType in_type;   ///< bf16 / f16 (f32 for reduce; the matrix's type for rotation)
   DataType out_type;  ///< e4m3 / i8 for apply
-  int block_s;        ///< tokens per program (0 for reduce)
-  int head_dim;       ///< 0 for reduce
+  int block_s;        ///< tokens per program (0 for reduce and rotation)
+  int head_dim;       ///< 0 for reduce and rotation
   int warps;
   bool key_permuted;  ///< apply writes V^T in the vkperm key order
   int reduce_width;   ///< the reduce stage's widest row (its WIDTH constexpr)

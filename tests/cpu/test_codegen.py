@@ -213,8 +213,20 @@ class Manifest(unittest.TestCase):
         self.assertIsNotNone(m)
         self.assertEqual(int(m.group(1)), DESCALE_BLOCK_TOKENS)
         for c in manifest.every_instance():  # the quantize programs' block is the descale block
-            if isinstance(c, QuantizeConfig) and c.stage != "reduce":
+            if isinstance(c, QuantizeConfig) and c.stage in ("apply", "stats"):
                 self.assertEqual(c.block_s, DESCALE_BLOCK_TOKENS, name_of(c))
+
+    def test_every_rotating_apply_instance_has_its_rotation_stage(self):
+        """Up to ROTATION_TABLE_MAX_HEAD_DIM the apply and stats kernels read the matrix the rotation stage writes
+        (src/quant/quantize.cpp launches it, with the same constant through generated/numerics.h)."""
+        from common.numerics import ROTATION_TABLE_MAX_HEAD_DIM
+
+        for c in manifest.every_instance():
+            if isinstance(c, QuantizeConfig) and c.stage == "apply":
+                rotation = QuantizeConfig("rotation", c.in_dtype, "", 0, 0, 4)
+                self.assertEqual(rotation in quantize_op.requires(c), c.head_dim <= ROTATION_TABLE_MAX_HEAD_DIM,
+                                 name_of(c))
+                self.assertEqual(quantize_op.parse(name_of(rotation)), rotation)
 
     def test_default_set_is_small_and_complete(self):
         default = manifest.instances()
@@ -248,7 +260,8 @@ class Manifest(unittest.TestCase):
             for d in (64, 128):
                 self.assertTrue(any(c.qk_type == "i8" and c.v_type == "e4m3" and c.block_descale and c.head_dim == d
                                     and c.causal == causal for c in fmha), (d, causal))
-        self.assertLessEqual(len(quantize), 13)  # 1-3 s each: 6 apply, 3 key-permuted apply, the stats stages
+        # 1-3 s each: 6 apply, 3 key-permuted apply, the stats stages, reduce and the bf16 rotation stage
+        self.assertLessEqual(len(quantize), 14)
         applies = [c for c in quantize if c.stage == "apply"]
         for out in ("e4m3", "i8"):
             self.assertEqual(sorted(c.head_dim for c in applies if c.out_dtype == out and not c.key_permuted),

@@ -77,6 +77,30 @@ int main() {
     CHECK(Quantize::can_implement(a).ok(), "static descale: " + Quantize::can_implement(a).to_string());
     CHECK(Quantize::descale_count(a) == 0, "static descale: nothing written");
     CHECK(Quantize::get_workspace_size(a) == 4096 + 65536, "static descale with smoothing: the mean only");
+    // The rotation matrix [128, 128] of bf16 = 32768 B comes first.
+    a.rotate = true;
+    CHECK(Quantize::get_workspace_size(a) == 32768 + 4096 + 65536, "rotation: the matrix, then the mean, got " +
+                                                                      std::to_string(Quantize::get_workspace_size(a)));
+  }
+  {
+    // The rotation alone (per block, no smoothing): only the matrix, in the input type, at head dims <= 128;
+    // D=256 factors the matrix in the kernel and needs none.
+    auto a = valid(64);
+    a.granularity = Granularity::kPerBlock;
+    a.rotate = true;
+    CHECK(Quantize::get_workspace_size(a) == 64 * 64 * 2, "rotation at D=64: 8192 B, got " +
+                                                               std::to_string(Quantize::get_workspace_size(a)));
+    a.input_type = DataType::kF16;
+    if (Quantize::can_implement(a).ok()) {  // a build with f16 instances
+      CHECK(Quantize::get_workspace_size(a) == 64 * 64 * 2, "rotation of f16 at D=64: 8192 B");
+    }
+    auto b = valid(256);
+    b.granularity = Granularity::kPerBlock;
+    b.rotate = true;
+    if (Quantize::can_implement(b).ok()) {
+      CHECK(Quantize::get_workspace_size(b) == 0, "rotation at D=256: no matrix, got " +
+                                                      std::to_string(Quantize::get_workspace_size(b)));
+    }
   }
   {
     auto a = valid(128);
@@ -145,6 +169,11 @@ int main() {
     a.kernel_name = "no_such_kernel";
     expect_error(a, StatusCode::kErrorKernelNotFound, "kernel_name=no_such_kernel", "unknown instance");
   }
+  {
+    auto a = valid(128);
+    a.kernel_name = "fp8attn_sm90_quantize_rotation_bf16_w4";
+    expect_error(a, StatusCode::kErrorNotSupported, "internal stage", "the rotation stage forced by name");
+  }
   // The registry: every quantize instance is listed; a stage refuses to run alone, an apply instance accepts.
   for (fp8attn::library::Operation const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kQuantize)) {
     auto a = valid(128);
@@ -152,7 +181,8 @@ int main() {
     Status s = op->can_implement(&a);
     if (name.find("_apply_bf16_e4m3_64x128_w4") != std::string::npos && name.find("kperm") == std::string::npos) {
       CHECK(s.ok(), name + ": " + s.to_string());
-    } else if (name.find("_stats_") != std::string::npos || name.find("_reduce_") != std::string::npos) {
+    } else if (name.find("_stats_") != std::string::npos || name.find("_reduce_") != std::string::npos ||
+               name.find("_rotation_") != std::string::npos) {
       CHECK(s.code() == StatusCode::kErrorNotSupported && s.message().find("internal stage") != std::string::npos,
             name + ": " + s.to_string());
     }

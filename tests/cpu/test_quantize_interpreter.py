@@ -17,7 +17,7 @@ from interpreter_host import (E4M3_VALUES, ROOT, HostTensor, decode_e4m3, encode
 import numpy as np  # noqa: E402
 import triton  # noqa: E402
 
-from common.numerics import E4M3_MAX, INT8_QMAX, hadamard_sign  # noqa: E402
+from common.numerics import E4M3_MAX, INT8_QMAX, ROTATION_TABLE_MAX_HEAD_DIM, hadamard_sign  # noqa: E402
 from quantize import quantize_triton as qk  # noqa: E402
 
 BLOCK = 64  # the compiled block (codegen/manifest.py); the kernels take any power of two
@@ -54,6 +54,19 @@ def reference_y(x, seed, rotate, smooth):
     if smooth:
         y = y - y.mean(axis=1, keepdims=True)
     return y
+
+
+def rotation_table(x, d, seed):
+    """The rotation stage's launch as src/quant/quantize.cpp makes it: diag(signs) H [d, d] in x's type, into a
+    buffer poisoned with NaN (every entry read must have been written). Without a rotation (or at d = 256, which
+    factors H in the kernel) a one-element poisoned buffer: any read of it fails the bounds check."""
+    name = x.dtype.name if hasattr(x.dtype, "name") else str(x.dtype)
+    nan_bits = 0x7FC0 if "bfloat16" in name else 0x7E00
+    if d is None:
+        return HostTensor(np.full(1, nan_bits, np.uint16), name)
+    table = HostTensor(np.full(d * d, nan_bits, np.uint16), name)
+    launch(qk.quantize_rotation_kernel, 1, Rotation=table, width=d, seed=seed, WIDTH=ROTATION_TABLE_MAX_HEAD_DIM)
+    return table
 
 
 def kperm(n):
@@ -97,6 +110,8 @@ class Quantizer:
         mean = f32(bh * d, 0.0)
         sums, amax = f32(bh * nb * d), f32(bh * nb)  # poisoned: every entry read must have been written
         qmax = INT8_QMAX if self.out_dtype == "i8" else E4M3_MAX
+        table = self.rotate and d <= ROTATION_TABLE_MAX_HEAD_DIM
+        common["Rotation"] = rotation_table(x, d if table else None, self.seed)
         if self.smooth:
             launch(qk.quantize_stats_kernel, bh * nb, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=0, **common)
             launch(qk.quantize_reduce_kernel, bh, Partial=sums, Out=mean, count=nb, width=d, divisor=float(s), qmax=qmax,
@@ -151,6 +166,28 @@ class Statistics(unittest.TestCase):
         for seed in (0, 1, 7, 2**31 + 5):
             self.assertEqual([python_sign(seed, i) for i in range(256)], [hadamard_sign(seed, i) for i in range(256)])
         self.assertNotEqual([hadamard_sign(1, i) for i in range(64)], [hadamard_sign(2, i) for i in range(64)])
+
+    def test_rotation_stage_writes_the_signed_sylvester_matrix(self):
+        """Bit for bit: row i of the matrix is sign(seed, i) times row i of Sylvester's H_d, in the input type,
+        row stride d, nothing written past d * d (the buffer's tail stays poisoned)."""
+        for name, one_bits in (("bfloat16", 0x3F80), ("float16", 0x3C00)):
+            for d in (32, 64, 128):
+                for seed in (0, 3):
+                    x = HostTensor(np.zeros((1, 1, 1, d), np.uint16), name)
+                    table = HostTensor(np.full(d * d + 7, 0xFFFF, np.uint16), name)
+                    launch(qk.quantize_rotation_kernel, 1, Rotation=table, width=d, seed=seed,
+                           WIDTH=ROTATION_TABLE_MAX_HEAD_DIM)
+                    signs = np.array([hadamard_sign(seed, i) for i in range(d)])
+                    want = np.where(signs[:, None] * sylvester(d) > 0, one_bits, one_bits | 0x8000)
+                    self.assertTrue(np.array_equal(table.array[:d * d].reshape(d, d), want), (name, d, seed))
+                    self.assertTrue((table.array[d * d:] == 0xFFFF).all(), "written past the matrix")
+                    del x
+        # The checker fails on a matrix of another seed (what a wrong seed in the launch would give).
+        table = HostTensor(np.zeros(64 * 64, np.uint16), "bfloat16")
+        launch(qk.quantize_rotation_kernel, 1, Rotation=table, width=64, seed=1, WIDTH=ROTATION_TABLE_MAX_HEAD_DIM)
+        signs = np.array([hadamard_sign(0, i) for i in range(64)])
+        self.assertFalse(np.array_equal(table.array.reshape(64, 64),
+                                        np.where(signs[:, None] * sylvester(64) > 0, 0x3F80, 0xBF80)))
 
     def test_mean_and_descales_per_tensor_and_per_head(self):
         rng = np.random.default_rng(0)
