@@ -186,6 +186,11 @@ def _default_instances():
     # a 192-row block's diagonal) and won 2% at S=8192, so no causal instance. After the 128-row one: the tuning
     # table picks it for the longer sequences.
     rows.append(_gluon(False, 2, head_dim=64, int8=True, block_m=192))
+    # The same at D=128, full and causal (bench/sweep_gluon.py --int8, H200, 2026-12-03, one call, TFLOP/s, 192-row
+    # against 128-row blocks): full S=2048 785 / 773, S=4096 837 / 793, S=8192 873 / 805, S=16384 848 / 810; causal
+    # S=8192 773 / 761, S=16384 813 / 776, GQA 64/8 S=8192 817 / 772; shorter sequences lose (full S=512 589 / 631,
+    # causal S<=4096 -12 to -35%). The tuning table picks them from S=2048 full and S=8192 causal.
+    rows += [_gluon(causal, 2, int8=True, block_m=192) for causal in (False, True)]
     # INT8 Q.K^T on the Triton kernel (issue 7's best accuracy mode: SmolLM2-135M +0.17% / +0.26% perplexity on
     # the H200), D=64 (that model) and 128 (a caller's sequence-contiguous V^T, which the Gluon one cannot read).
     rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
