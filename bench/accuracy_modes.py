@@ -19,6 +19,9 @@ beforehand as the fp8 and int8_qk modes quantize them.
 
     PYTHONPATH=build/python python3 bench/accuracy_modes.py --accuracy --speed --csv out.csv --plot out.png
 
+--draws N repeats every accuracy case on N inputs of its kind and adds a table of each mode's mean error and its
+paired difference to fp8 over the same draws: whether a mode is worse than fp8 beyond the draw-to-draw spread.
+
 This is a benchmark, never a test: it prints tables and writes what --csv and --plot name.
 """
 
@@ -44,9 +47,10 @@ HEADS, HEAD_DIM = 8, 128
 E4M3_MAX = 448.0
 
 
-def make_inputs(kind, seqlen):
-    """float32 numpy q, k, v [1, S, H, D] for an input kind, then rounded to bf16 values (as float32)."""
-    seed = 1000 * KINDS.index(kind) + int(math.log2(seqlen))
+def make_inputs(kind, seqlen, draw=0):
+    """float32 numpy q, k, v [1, S, H, D] for an input kind, then rounded to bf16 values (as float32). draw > 0
+    gives other inputs of the same kind (--draws); draw 0 is the table's (and cuDNN's) input."""
+    seed = 1000 * KINDS.index(kind) + int(math.log2(seqlen)) + 100000 * draw
     rng = np.random.default_rng(seed)
     shape = (1, seqlen, HEADS, HEAD_DIM)
     q, k, v = (rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
@@ -159,26 +163,39 @@ def run_cudnn(cases, timeout):
 
 # ---- fp8attn ------------------------------------------------------------------------------------------------
 
-def run_modes(cases):
+def run_modes(cases, draws=1):
+    """{case: {mode: {"error": draw 0's error, "errors": every draw's} or {"failure": ...}}}."""
     import torch
 
     import fp8attn
 
     results = {}
     for kind, seqlen in cases:
-        q, k, v = make_inputs(kind, seqlen)
-        ref = reference_slice(q, k, v)
-        tq, tk, tv = (torch.from_numpy(x).to("cuda", torch.bfloat16) for x in (q, k, v))
-        for mode in fp8attn.MODES:
-            key = f"{kind}/{seqlen}"
-            try:
-                o = fp8attn.attention(tq, tk, tv, mode=mode, causal=True)
-                results.setdefault(key, {})[mode] = {"error": slice_error(o.float().cpu().numpy(), ref)}
-            except Exception as e:  # noqa: BLE001
-                results.setdefault(key, {})[mode] = {"failure": f"{type(e).__name__}: {e}"[:300]}
-        del tq, tk, tv
-        torch.cuda.empty_cache()
+        key = f"{kind}/{seqlen}"
+        for draw in range(draws):
+            q, k, v = make_inputs(kind, seqlen, draw)
+            ref = reference_slice(q, k, v)
+            tq, tk, tv = (torch.from_numpy(x).to("cuda", torch.bfloat16) for x in (q, k, v))
+            for mode in fp8attn.MODES:
+                cell = results.setdefault(key, {}).setdefault(mode, {"errors": []})
+                if "failure" in cell:
+                    continue
+                try:
+                    o = fp8attn.attention(tq, tk, tv, mode=mode, causal=True)
+                    cell["errors"].append(slice_error(o.float().cpu().numpy(), ref))
+                    cell.setdefault("error", cell["errors"][0])
+                except Exception as e:  # noqa: BLE001
+                    results[key][mode] = {"failure": f"{type(e).__name__}: {e}"[:300]}
+            del tq, tk, tv
+            torch.cuda.empty_cache()
     return results
+
+
+def paired_against(errors, baseline):
+    """(mean, standard error) of errors[i] - baseline[i] over the draws: the same inputs in both, so what the
+    inputs do to both cancels and only the modes' difference is left."""
+    d = np.asarray(errors, np.float64) - np.asarray(baseline, np.float64)
+    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else float("nan")
 
 
 def run_speed(configs, args):
@@ -226,6 +243,9 @@ def main():
     ap.add_argument("--speed", action="store_true")
     ap.add_argument("--lengths", default="1024,4096,32768,131072")
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--draws", type=int, default=1,
+                    help="accuracy: inputs per case (draw 0 is the table's); with more, a second table compares "
+                         "every mode with fp8 on the same draws (mean difference and its standard error)")
     ap.add_argument("--no-cudnn-fp8", action="store_true")
     ap.add_argument("--jax-timeout", type=float, default=600.0)
     ap.add_argument("--configs", default="", help="speed: substrings of the suite's config names to keep")
@@ -244,7 +264,7 @@ def main():
     if args.accuracy:
         cases = [(k, int(s)) for k in args.kinds.split(",") for s in args.lengths.split(",")]
         cudnn = {} if args.no_cudnn_fp8 else run_cudnn(cases, args.jax_timeout)
-        modes = run_modes(cases)
+        modes = run_modes(cases, args.draws)
         import fp8attn
 
         names = [*fp8attn.MODES, "cudnn-fp8"]
@@ -258,6 +278,8 @@ def main():
                 c = cells.get(n, {})
                 out_rows.append({"table": "accuracy", "case": key, "provider": n, "value": c.get("error", ""),
                                  "note": c.get("failure", "")})
+        if args.draws > 1:
+            print_draws(cases, modes, args.draws, out_rows)
         if args.plot:
             write_plot(args.plot, cases, names, out_rows)
     if args.speed:
@@ -276,6 +298,38 @@ def main():
             w = csv.DictWriter(f, fieldnames=["table", "case", "provider", "value", "note"])
             w.writeheader()
             w.writerows(out_rows)
+
+
+def print_draws(cases, modes, draws, out_rows):
+    """Per case and mode: the mean error over the draws and the paired difference to fp8 (mean +- 2 standard
+    errors). A slice's error is dominated by its first rows (row 0 attends one key, so its output is a single
+    value row and carries most of the reference's norm), so one draw's ranking of two modes is mostly their
+    rounding of a few hundred values; the paired difference over draws is what says whether a mode is worse."""
+    import fp8attn
+
+    others = [m for m in fp8attn.MODES if m != "fp8"]
+    print(f"\n{'mean error, ' + str(draws) + ' draws':<22}{'fp8':>10}" +
+          "".join(f"{m:>30}" for m in others) + "   (each: mean, then minus fp8: mean +- 2 s.e.)")
+    for kind, seqlen in cases:
+        key = f"{kind}/{seqlen}"
+        base = modes.get(key, {}).get("fp8", {}).get("errors", [])
+        line = f"{key:<22}" + (f"{np.mean(base):>10.4f}" if base else f"{'-':>10}")
+        for m in others:
+            errs = modes.get(key, {}).get(m, {}).get("errors", [])
+            if not errs or len(errs) != len(base):
+                line += f"{'-':>30}"
+                continue
+            diff, se = paired_against(errs, base)
+            worse = diff - 2 * se > 0
+            line += f"{np.mean(errs):>10.4f} {diff:>+9.4f} +-{2 * se:.4f}{'*' if worse else ' '}"
+            out_rows.append({"table": "accuracy_draws", "case": key, "provider": m, "value": float(np.mean(errs)),
+                             "note": f"minus fp8 {diff:+.5f} +- {2 * se:.5f} (2 s.e., {len(errs)} draws)"
+                                     + ("; worse than fp8" if worse else "")})
+        if base:
+            out_rows.append({"table": "accuracy_draws", "case": key, "provider": "fp8", "value": float(np.mean(base)),
+                             "note": f"{len(base)} draws"})
+        print(line, flush=True)
+    print("(* = worse than fp8 by more than two standard errors of the paired difference)")
 
 
 def write_plot(path, cases, names, rows):
