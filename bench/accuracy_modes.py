@@ -188,6 +188,9 @@ def run_modes(cases, draws=1):
                     results[key][mode] = {"failure": f"{type(e).__name__}: {e}"[:300]}
             del tq, tk, tv
             torch.cuda.empty_cache()
+        if draws > 1:  # each case as it finishes: a run cut short by a time limit still says what it measured
+            print(f"# {key}, {draws} draws, mean error: " + ", ".join(
+                f"{m} {np.mean(c['errors']):.4f}" for m, c in results[key].items() if c.get("errors")), flush=True)
     return results
 
 
