@@ -1,8 +1,9 @@
 """Quantization of BF16/FP16 Q, K or V into the operands of the FP8 (and INT8 Q.K^T) attention kernels.
 
-The input is [batch, seqlen, heads, head_dim] (head_dim contiguous, any other strides). One program owns one
-block of BLOCK_S tokens of one (batch, head); the three kernels below are the stages of a quantization, which
-the runtime (src/quant/quantize.cpp) launches in the order the options need:
+The input is [batch, seqlen, heads, head_dim] (head_dim contiguous, any other strides). A stats or apply program
+owns one block of BLOCK_S tokens of one (batch, head), a reduce program one group, the rotation stage is one
+program; the four kernels below are the stages of a quantization, which the runtime (src/quant/quantize.cpp)
+launches in the order the options need:
 
     rotation (one program) diag(signs) H in the input's type, once per call (ROTATE at head dims <= 128)
     stats  (per block)   column sums of x (for K smoothing), or amax(|y - mean|) (for per-head/per-tensor scales)

@@ -131,20 +131,19 @@ std::vector<TuningEntry> const& tuning_table() {
       }
       return false;
     };
-    std::vector<TuningEntry> kept;
+    // Every row stays, compiled or not: a call takes only the first row of its bucket (tuned_instance), and a row
+    // whose instance this build lacks sends that bucket to the manifest order. Dropping it instead would hand the
+    // bucket's calls to the next row, one measured for other lengths. A user's row naming an instance this build
+    // does not have is stale and said so; the embedded table names only default-build instances
+    // (tests/cpu/test_codegen.py checks it), which a build filtered with FP8ATTN_KERNELS leaves out on purpose.
+    std::vector<TuningEntry> kept = user;
     for (TuningEntry const& e : user) {
-      if (compiled(e)) {
-        kept.push_back(e);
-      } else {
+      if (!compiled(e)) {
         warnings.push_back("tuning entry for " + e.gpu + " names " + e.kernel +
-                           ", which this build does not have (stale); ignored");
+                           ", which this build does not have (stale); its bucket runs the manifest order");
       }
     }
-    // The embedded table names only default-build instances (tests/cpu/test_codegen.py checks it); a build
-    // filtered with FP8ATTN_KERNELS leaves some out on purpose, so their rows are dropped without a warning.
-    for (TuningEntry const& e : embedded) {
-      if (compiled(e)) kept.push_back(e);
-    }
+    kept.insert(kept.end(), embedded.begin(), embedded.end());
     for (std::string const& w : warnings) std::fprintf(stderr, "fp8attn: tuning table: %s\n", w.c_str());
     return kept;
   }();

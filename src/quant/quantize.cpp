@@ -93,7 +93,7 @@ KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string 
   return nullptr;
 }
 
-/// The apply instance (forced or chosen) and the stats/reduce instances its options need.
+/// The apply instance (forced or chosen) and the stats / reduce / rotation instances its options need.
 struct Instances {
   KernelInstance const* apply = nullptr;
   KernelInstance const* stats = nullptr;

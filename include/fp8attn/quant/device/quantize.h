@@ -1,7 +1,7 @@
 #pragma once
 // fp8attn::quant::device::Quantize: BF16/FP16 Q, K or V [batch, seqlen, heads, head_dim] -> the e4m3 (or int8)
-// operands of the attention kernels and their float32 descales (x ~= q * descale), on the GPU, in one to five
-// launches (fewer when fewer statistics are needed).
+// operands of the attention kernels and their float32 descales (x ~= q * descale), on the GPU, in one to six
+// launches (fewer when fewer statistics are needed, one more when rotating at head_dim <= 128).
 //
 //   per tensor    one descale, amax(|y|) / QMAX over the whole tensor                 descale [1]
 //   per head      one per (batch, kv head): the query heads of a GQA group share one   descale [batch, heads_kv]
@@ -76,7 +76,9 @@ class Quantize {
   /// The apply instance these arguments select (kernel_name, or the one compiled for the types, head_dim and
   /// layout), or why none; pointers are not looked at.
   static Status select_kernel(Arguments const& args, std::string* name);
-  /// Device workspace run() needs (statistics; 0 when none are needed or the arguments are refused).
+  /// Device workspace run() needs: the rotation matrix (rotate at head_dim <= 128: head_dim^2 input elements) and
+  /// the statistics (smoothing, computed per-tensor / per-head descales); 0 when neither is needed or the
+  /// arguments are refused. initialize() refuses a null workspace when this is not 0.
   static size_t get_workspace_size(Arguments const& args);
   /// Floats the descale output holds for these arguments (0 with a static descale).
   static size_t descale_count(Arguments const& args);
