@@ -105,8 +105,6 @@ KERNELS = {
 # The reduce stage's widest row (the largest head dim's mean) and its loop chunk.
 REDUCE_WIDTH = 256
 REDUCE_CHUNK = 1024
-# The rotation stage's matrix is at most this wide (larger head dims multiply by factors in the kernel).
-ROTATION_MAX_HEAD_DIM = ROTATION_TABLE_MAX_HEAD_DIM
 
 _TRITON_TYPE = {"bf16": "*bf16", "f16": "*fp16", "e4m3": "*fp8e4nv", "i8": "*i8"}
 
@@ -125,7 +123,7 @@ def compile_spec(c: QuantizeConfig):
         constexprs = {"WIDTH": REDUCE_WIDTH, "CHUNK": REDUCE_CHUNK}
     elif c.stage == "rotation":
         types = {"Rotation": _TRITON_TYPE[c.in_dtype]}
-        constexprs = {"WIDTH": ROTATION_MAX_HEAD_DIM, "ROWS": 16}
+        constexprs = {"WIDTH": ROTATION_TABLE_MAX_HEAD_DIM, "ROWS": 16}
     elif c.stage == "stats":
         types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype],
                  "PartialSum": "*fp32", "PartialAmax": "*fp32"}
@@ -146,12 +144,12 @@ def check_sass(c, mma_counts, sass="", ttgir=""):
 
 def requires(c: QuantizeConfig):
     """Every apply instance may need the statistics of its input (smoothing, per-head/per-tensor descales) and,
-    up to ROTATION_MAX_HEAD_DIM, the rotation matrix in its input type."""
+    up to ROTATION_TABLE_MAX_HEAD_DIM, the rotation matrix in its input type."""
     if c.stage != "apply":
         return []
     needed = [QuantizeConfig("stats", c.in_dtype, "", c.block_s, c.head_dim, c.warps),
               QuantizeConfig("reduce", "f32", "", 0, 0, 4)]
-    if c.head_dim <= ROTATION_MAX_HEAD_DIM:
+    if c.head_dim <= ROTATION_TABLE_MAX_HEAD_DIM:
         needed.append(QuantizeConfig("rotation", c.in_dtype, "", 0, 0, 4))
     return needed
 
