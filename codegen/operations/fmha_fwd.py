@@ -73,6 +73,14 @@ class FmhaConfig:
         return self.qk_type == "i8"
 
     @property
+    def k_descale_unit_stride(self):
+        """The Gluon INT8 instances read the k descales of consecutive 64-key blocks at block stride 1 (a
+        compile-time constant: the address arithmetic of a run-time stride cost ~2% of the loop's instructions and
+        spills at D=64/128); the host refuses them other strides (src/fmha/fmha_heuristic.cpp), which the Triton
+        INT8 instances still take."""
+        return self.family == "gluon" and self.is_int8_qk and self.block_descale
+
+    @property
     def reads_v_transposed(self):
         """FP8 wgmma wants V sequence-contiguous: read V^T, unless the kernel transposes V tiles itself."""
         return self.v_type in ("e4m3", "e5m2") and not self.v_natural
@@ -309,7 +317,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
                   "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal), "VARLEN": c.varlen,
                   "TRANSPOSE_V": transpose_v, "RAW_STAGES": gluon_raw_stages(c) if transpose_v else 2,
-                  "NUM_CONSUMERS": c.block_m // GLUON_WG_M}
+                  "NUM_CONSUMERS": c.block_m // GLUON_WG_M, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -394,4 +402,5 @@ def cpp_config(c: FmhaConfig):
             f"{{DataType::{t[c.qk_type]}, DataType::{t[c.v_type]}, DataType::{t[c.acc_type]}, "
             f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
             f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}, "
-            f"{b(c.v_key_permuted)}, {b(c.block_descale)}, {b(c.softcap)}, {b(c.varlen)}}}")
+            f"{b(c.v_key_permuted)}, {b(c.block_descale)}, {b(c.softcap)}, {b(c.varlen)}, "
+            f"{b(c.k_descale_unit_stride)}}}")

@@ -114,6 +114,15 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              ") but the instance reads one q and one k descale per program (not bdesc)";
     });
   }
+  // One key block needs no stride (the kernel reads block 0; block 1 lies past seqlen_k and is masked).
+  if (k.k_descale_unit_stride && args.k_descale.ptr && args.k_descale.stride_block != 1 &&
+      args.problem.seqlen_k > kDescaleBlockTokens) {
+    return fail([&] {
+      return "k_descale.stride_block=" + std::to_string(args.k_descale.stride_block) +
+             " but the instance reads the k descales of consecutive 64-key blocks at stride 1 (as fp8attn's "
+             "quantize writes them); other layouts run on the Triton INT8 instances";
+    });
+  }
   if (k.v_fp8() && !k.v_transposed && args.v.stride_d != 1) {
     return fail([&] {
       return "v.stride_d=" + std::to_string(args.v.stride_d) +

@@ -23,6 +23,7 @@ struct FmhaKernelConfig {
   bool block_descale;     ///< "bdesc": per-block q and k descales (DescaleRef::stride_block) applied in the tile
   bool softcap;           ///< "softcap": logit soft-capping (Arguments::softcap)
   bool varlen;            ///< "varlen" (gluon): packed sequences only; the other gluon instances refuse them
+  bool k_descale_unit_stride;  ///< reads k descales at block stride 1 only (the Gluon INT8 instances)
 
   bool fp8() const { return is_fp8(qk_type); }
   bool v_fp8() const { return is_fp8(v_type); }  ///< FP8 V (also under INT8 Q.K^T): read as V^T

@@ -437,6 +437,35 @@ int main() {
     per_tensor.q_descale = DescaleRef::per_tensor(fake_float(0x500000));
     per_tensor.k_descale = DescaleRef::per_tensor(fake_float(0x500010));
     expect_ok(per_tensor, "int8 with per-tensor descales", {&int8_qk});
+    // The Gluon INT8 instances read the k descales of consecutive blocks at stride 1 (a compile-time constant):
+    // per-tensor and per-head k descales (stride 0) run on the Triton INT8 instances, and forcing a Gluon one names
+    // the stride. One key block needs no stride.
+    Need const int8_gluon = instance(DataType::kI8, 128, false, "INT8 Q.K^T gluon", [](FmhaDescription const& op) {
+      return op.block_descale && op.family == fp8attn::library::KernelFamily::kGluon;
+    });
+    Need const int8_triton = instance(DataType::kI8, 128, false, "INT8 Q.K^T triton", [](FmhaDescription const& op) {
+      return op.block_descale && op.family != fp8attn::library::KernelFamily::kGluon;
+    });
+    if (applicable("int8 per-tensor k descales leave the gluon instances", {&int8_gluon, &int8_triton})) {
+      CHECK(contains(selected(a), "_gluon"), "per-block int8 selected " + selected(a));
+      CHECK(!contains(selected(per_tensor), "_gluon"), "per-tensor int8 selected " + selected(per_tensor));
+      auto forced = per_tensor;
+      forced.kernel_name = name_of(int8_gluon);
+      expect_error(forced, StatusCode::kErrorNotSupported, "k_descale.stride_block=0", "gluon int8, k stride 0",
+                   {&int8_gluon});
+      auto strided = a;  // per-block descales in another layout ([batch, blocks, heads]: stride_block = heads)
+      strided.k_descale.stride_block = 8;
+      strided.k_descale.stride_h = 1;
+      strided.k_descale.stride_b = 8 * blocks;
+      CHECK(!contains(selected(strided), "_gluon"), "strided k descales selected " + selected(strided));
+      strided.kernel_name = name_of(int8_gluon);
+      expect_error(strided, StatusCode::kErrorNotSupported, "k_descale.stride_block=8", "gluon int8, k stride 8",
+                   {&int8_gluon});
+      auto one_block = per_tensor;  // 64 keys: block 0 only, whatever the stride
+      one_block.problem.seqlen_k = fp8attn::fmha::kDescaleBlockTokens;
+      one_block.kernel_name = name_of(int8_gluon);
+      expect_ok(one_block, "gluon int8 over one key block with per-tensor k descales", {&int8_gluon});
+    }
     auto null_descale = a;
     null_descale.k_descale.ptr = nullptr;
     expect_error(null_descale, StatusCode::kErrorNullPointer, "k_descale.ptr is null", "int8 needs descales", {&int8_qk});

@@ -230,3 +230,28 @@ def test_every_int8_instance_forced(causal, seed):
         ref = attention64(dequantize_blocks(q8, qd), dequantize_blocks(k8, kd), vq.double() * vd.double(), causal)
         err = rel(o, ref)
         assert err < 0.04, f"{name}: relative error {err:.4f}"
+
+
+def test_int8_with_per_tensor_k_descales(seed):
+    """The Gluon INT8 instances read the k descales of consecutive 64-key blocks at stride 1 (a compile-time
+    constant): INT8 K with one descale per tensor runs on the Triton INT8 instances, correctly, and forcing a
+    Gluon one is refused with the stride named."""
+    d = 128
+    gluon = [k["name"] for k in fp8attn.list_kernels()
+             if k["qk_type"] == "i8" and k["head_dim"] == d and not k["causal"] and k["name"].endswith("_gluon")]
+    triton = [k["name"] for k in fp8attn.list_kernels()
+              if k["qk_type"] == "i8" and k["head_dim"] == d and not k["causal"] and k["name"].endswith("_bdesc")]
+    if not gluon or not triton:
+        pytest.skip("needs a Gluon and a Triton INT8 Q.K^T instance at D=128 in this build")
+    q, k, v = bf16_inputs(2, 700, 1000, 8, 2, d, seed)
+    q8, qd = fp8attn.quantize(q, dtype="int8", granularity="block")
+    k8, kd = fp8attn.quantize(k, dtype="int8", granularity="tensor")
+    v8, vd = fp8attn.quantize(v)
+    name = fp8attn.select_kernel(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+    assert name in triton, name
+    o = fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+    torch.cuda.synchronize()
+    ref = attention64(dequantize_blocks(q8, qd), k8.double() * kd.double(), v8.double() * vd.double(), False)
+    assert rel(o, ref) < 0.04
+    with pytest.raises(ValueError, match="k_descale.stride_block=0"):
+        fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, kernel_name=gluon[0])
