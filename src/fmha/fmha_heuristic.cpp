@@ -115,12 +115,14 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
     });
   }
   // One key block needs no stride (the kernel reads block 0; block 1 lies past seqlen_k and is masked).
-  if (k.k_descale_unit_stride && args.k_descale.ptr && args.k_descale.stride_block != 1 &&
-      args.problem.seqlen_k > kDescaleBlockTokens) {
+  // (No pointer test: validate() refuses INT8 without k descales, and a substituted per-tensor 1.0 would be one
+  // float, which these instances would read past.)
+  if (k.k_descale_unit_stride && args.k_descale.stride_block != 1 && args.problem.seqlen_k > kDescaleBlockTokens) {
     return fail([&] {
       return "k_descale.stride_block=" + std::to_string(args.k_descale.stride_block) +
              " but the instance reads the k descales of consecutive 64-key blocks at stride 1 (as fp8attn's "
-             "quantize writes them); other layouts run on the Triton INT8 instances";
+             "quantize(granularity=\"block\") writes them); other k descale layouts run on the Triton INT8 "
+             "instances, which do not read a key-permuted V^T";
     });
   }
   if (k.v_fp8() && !k.v_transposed && args.v.stride_d != 1) {
@@ -224,6 +226,12 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
                          ? " with per-block q/k descales (only the bdesc instances apply them: INT8 Q.K^T)"
                          : "") +
                     (args.softcap > 0.0f ? " with softcap (only the softcap instances apply it)" : "") +
+                    (p.input_type == DataType::kI8 && args.v_key_permuted && args.k_descale.stride_block != 1 &&
+                             p.seqlen_k > kDescaleBlockTokens
+                         ? " (INT8 with a key-permuted V^T runs on the Gluon instances only, which read k descales "
+                           "per 64-key block at stride 1; k_descale.stride_block=" +
+                               std::to_string(args.k_descale.stride_block) + ")"
+                         : "") +
                     " (FP8ATTN_KERNELS filtered it out of this build?)");
 }
 

@@ -461,6 +461,19 @@ int main() {
       strided.kernel_name = name_of(int8_gluon);
       expect_error(strided, StatusCode::kErrorNotSupported, "k_descale.stride_block=8", "gluon int8, k stride 8",
                    {&int8_gluon});
+      // A caller's key-permuted V^T: only the Gluon instances read it, so per-tensor k descales have no
+      // instance; the error says why.
+      auto kp = a;
+      kp.v.stride_s = 1;
+      kp.v.stride_d = 8192;
+      kp.v.stride_h = int64_t(128) * 8192;
+      kp.v.stride_b = int64_t(8) * 128 * 8192;
+      kp.v_key_permuted = true;
+      expect_ok(kp, "int8 with a key-permuted V^T and per-block k descales", {&int8_gluon});
+      auto kp_tensor = kp;
+      kp_tensor.k_descale = per_tensor.k_descale;
+      expect_error(kp_tensor, StatusCode::kErrorNotSupported, "k_descale.stride_block=0",
+                   "int8 with a key-permuted V^T and per-tensor k descales", {&int8_gluon});
       auto one_block = per_tensor;  // 64 keys: block 0 only, whatever the stride
       one_block.problem.seqlen_k = fp8attn::fmha::kDescaleBlockTokens;
       one_block.kernel_name = name_of(int8_gluon);
