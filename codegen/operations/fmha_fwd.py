@@ -77,8 +77,11 @@ class FmhaConfig:
         """The Gluon INT8 instances read the k descales of consecutive 64-key blocks at block stride 1 (a
         compile-time constant: the address arithmetic of a run-time stride cost ~2% of the loop's instructions and
         spills at D=64/128); the host refuses them other strides (src/fmha/fmha_heuristic.cpp), which the Triton
-        INT8 instances still take."""
-        return self.family == "gluon" and self.is_int8_qk and self.block_descale
+        INT8 instances still take. Not the 192-row causal one at D=128: with the constant it ran 2% slower at
+        S=8192 and 4% at 16384 (H200, 2026-12-04, bench_int8_instances.py, two rounds against the run-time
+        stride), where every other Gluon INT8 instance gained 0-6%."""
+        return (self.family == "gluon" and self.is_int8_qk and self.block_descale
+                and not (self.head_dim == 128 and self.block_m == 192 and self.causal))
 
     @property
     def reads_v_transposed(self):
