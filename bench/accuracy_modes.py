@@ -191,6 +191,11 @@ def run_modes(cases, draws=1):
         if draws > 1:  # each case as it finishes: a run cut short by a time limit still says what it measured
             print(f"# {key}, {draws} draws, mean error: " + ", ".join(
                 f"{m} {np.mean(c['errors']):.4f}" for m, c in results[key].items() if c.get("errors")), flush=True)
+            base = results[key].get("fp8", {}).get("errors")
+            if base:
+                print(f"# {key}, minus fp8 (mean +- 2 s.e.): " + ", ".join(
+                    f"{m} {d:+.5f} +- {2 * se:.5f}" for m, c in results[key].items()
+                    if m != "fp8" and c.get("errors") for d, se in [paired_against(c["errors"], base)]), flush=True)
     return results
 
 

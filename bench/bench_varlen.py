@@ -4,7 +4,10 @@ picks it (FP8: the Gluon "_varlen" instance for varlen, the dense Gluon one for 
 the same Triton instance beside them (the path BF16 and a sequence-contiguous V take). FP8 (quantized once, V
 transpose included in both) and BF16, D=128, H_q = H_kv = 32, causal and not.
 
-    PYTHONPATH=build/python python3 bench/bench_varlen.py --csv out.csv
+    PYTHONPATH=build/python python3 bench/bench_varlen.py [--instances] [--csv out.csv]
+
+--instances: also every compiled Gluon "_varlen" instance of the case's type and mask forced by name, each timed
+interleaved with the dense call (what the tuning table's varlen rows are decided from).
 
 A benchmark, never a test: it prints a table and writes what --csv names.
 """
@@ -47,9 +50,8 @@ def run(dtype, causal, batch, seqlen, args):
     qp, kp, vp = (t.reshape(batch * seqlen, HEADS, HEAD_DIM) for t in (q, k, v))
     kernels = fp8attn.list_kernels()
     name = triton_instance(kernels, dtype, causal)
-    # The instance the library's varlen call takes: the first in manifest order that takes packed sequences.
-    pick = next(kk["name"] for kk in kernels if kk["varlen"] and kk["qk_type"] == dtype and kk["head_dim"] == HEAD_DIM
-                and kk["causal"] == causal and not kk["softcap"])
+    # The instance the library's varlen call takes (the tuning table's varlen rows, else the manifest order).
+    pick = fp8attn.select_kernel_varlen(qp, kp, vp, cu, cu, seqlen, seqlen, causal=causal, **kw)
     rec = {"dtype": dtype, "causal": causal, "batch": batch, "seqlen": seqlen, "varlen_instance": pick,
            "triton_instance": name}
     calls = [("dense", lambda: fp8attn.fmha_fwd(q, k, v, causal=causal, **kw)),
@@ -75,6 +77,17 @@ def run(dtype, causal, batch, seqlen, args):
                                                                       "triton_dense")):
         if rec.get(num) and rec.get(den):
             rec[ratio] = rec[num] / rec[den]
+    if args.instances:
+        names = [kk["name"] for kk in kernels if kk["family"] == "gluon" and kk["varlen"] and kk["qk_type"] == dtype
+                 and kk["head_dim"] == HEAD_DIM and kk["causal"] == causal]
+        for n in names:
+            forced = (lambda n=n: fp8attn.fmha_fwd_varlen(qp, kp, vp, cu, cu, seqlen, seqlen, causal=causal,
+                                                         kernel_name=n, **kw))
+            try:
+                dense_ms, ms = bvc.time_cuda_interleaved([calls[0][1], forced], args)
+                rec[f"instance:{n}"] = dense_ms / ms
+            except Exception as e:  # noqa: BLE001 - a row, not a crash
+                rec[f"instance:{n}"] = f"{type(e).__name__}: {e}"[:200]
     return rec
 
 
@@ -84,6 +97,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--target-ms", type=float, default=20.0)
+    ap.add_argument("--instances", action="store_true", help="also every Gluon _varlen instance by name")
     args = ap.parse_args()
     rows = []
     print(f"{'dtype':>5} {'causal':>6} {'B x S':>10} {'dense':>7} {'varlen':>7} {'ratio':>6}   {'triton dense':>12} "
@@ -98,6 +112,10 @@ def main():
                 print(f"{dtype:>5} {int(causal):>6} {f'{batch}x{seqlen}':>10} {cell('dense', 7)} {cell('varlen', 7)} "
                       f"{ratio('varlen_vs_dense')}   {cell('triton_dense', 12)} {cell('triton_varlen', 7)} "
                       f"{ratio('triton_varlen_vs_dense')}   {r['varlen_instance']}", flush=True)
+                for key, val in r.items():
+                    if key.startswith("instance:"):
+                        shown = f"{val:.3f}" if isinstance(val, float) else val
+                        print(f"{'':>24} {shown:>7} of dense   {key[len('instance:'):]}", flush=True)
     if args.csv:
         bvc.write_rows(args.csv, rows)
 

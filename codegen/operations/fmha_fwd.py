@@ -252,17 +252,19 @@ def _gluon_compile_spec(c: FmhaConfig):
     # otherwise; gluon_pv_pipelined).
     int8 = c.qk_type == "i8" and c.block_descale  # INT8 Q.K^T (int32 S, IGMMA) with per-block descales
     bf16 = c.qk_type == "bf16" and c.v_type == "bf16" and not c.block_descale and not c.v_key_permuted
-    # "vnat" on the Gluon kernel: dense e4m3 at D=64 and 128, V read as the caller gives it (head_dim contiguous)
-    # and transposed tile by tile by the producer into a key-permuted V^T ring of its own (TRANSPOSE_V): no
-    # transpose launch, at the cost of the producer's issue slots and a raw slot of shared memory per stage.
+    # "vnat" on the Gluon kernel: e4m3 at D=64 and 128, dense or varlen, V read as the caller gives it (head_dim
+    # contiguous) and transposed tile by tile by the producer into a key-permuted V^T ring of its own
+    # (TRANSPOSE_V): no transpose launch, at the cost of the producer's issue slots and a raw slot of shared memory
+    # per stage. Varlen: a V tile reaching past its sequence's end is loaded through a descriptor of the
+    # sequence's own rows, as BF16 varlen does (_sequence_v).
     transpose_v = (c.v_natural and c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale
-                   and not c.v_key_permuted and not c.varlen and c.head_dim in (64, 128))
-    # 256-key tiles: dense FP8 with fp8attn's key-permuted V^T (or transposed in the kernel) at D=64 and 128 (a
-    # varlen tile must not reach past its sequence's 128-aligned V^T columns); INT8 Q.K^T with the kperm V^T at D=64
-    # (the kernel's SPLIT_S: S as two [64, 128] integer products, four descale blocks per tile; at D=128 ptxas
-    # spills 33 registers inside the loop).
+                   and not c.v_key_permuted and c.head_dim in (64, 128))
+    # 256-key tiles: FP8 with fp8attn's key-permuted V^T or transposed in the kernel at D=64 and 128 (varlen only
+    # transposed in the kernel: a tile of the V^T fp8attn writes must not reach past its sequence's 128-aligned
+    # columns); INT8 Q.K^T with the kperm V^T at D=64 (the kernel's SPLIT_S: S as two [64, 128] integer products,
+    # four descale blocks per tile; at D=128 ptxas spills 33 registers inside the loop).
     wide_ok = (((c.qk_type == "e4m3" and not c.block_descale) or (int8 and c.v_key_permuted and c.head_dim == 64))
-               and (c.v_key_permuted or transpose_v) and not c.varlen)
+               and (c.v_key_permuted or transpose_v) and (not c.varlen or transpose_v))
     # Three consumer warpgroups (192-row blocks, the kernel's NUM_CONSUMERS): dense e4m3 or INT8 Q.K^T, key-permuted
     # V^T, D=64 and 128, 128-key tiles (the registers of 160 a thread hold no wider S).
     three_ok = (c.qk_type in ("e4m3", "i8") and c.v_type == "e4m3" and c.v_key_permuted and not c.varlen

@@ -65,7 +65,8 @@ sequence's end. A Q block or K tile that runs past its sequence reads the next s
 never stored, K columns the softmax masks (a select, so their NaNs vanish). V tiles never leave the sequence: FP8's
 V^T pads each sequence's columns with zeros to 128 (the transpose); BF16 reads a key tile inside its sequence
 through the host descriptor of the packed V, and one that reaches past the sequence's end through a descriptor of
-the sequence's own rows made on the device (_sequence_v; TMA zero-fills past its end). O rows of a sequence's last
+the sequence's own rows made on the device (_sequence_v; TMA zero-fills past its end); so does e4m3 with
+TRANSPOSE_V, which reads V as given too. O rows of a sequence's last
 block go out through masked register stores (O, stride_os, stride_oh), not a TMA box, which would write the next
 sequence's rows. LSE stays [batch, heads_q, max_seqlen_q].
 
@@ -94,8 +95,8 @@ slot (the key permutation stays within 32-key blocks, so each half keeps P's ord
 The library compiles both: KEY_PERMUTED ("vkperm") for the V^T its kperm transpose writes, and the plain
 order for a caller's sequence-contiguous V.
 
-TRANSPOSE_V (the "vnat" Gluon instances, picked by the tuning table for short rows; dense e4m3, key-permuted,
-D <= 128): vt_desc is V as the caller gives it, [batch, seqlen_k, heads_kv, HEAD_DIM], block [1, BLOCK_N, 1,
+TRANSPOSE_V (the "vnat" Gluon instances, picked by the tuning table for short rows; e4m3, dense or varlen,
+key-permuted, D <= 128): vt_desc is V as the caller gives it, [batch, seqlen_k, heads_kv, HEAD_DIM], block [1, BLOCK_N, 1,
 HEAD_DIM], and the producer (then a whole warpgroup, one warp per SM sub-partition) transposes each tile into
 the key-permuted V^T ring itself, as FlashAttention-3 does: TMA into one of RAW_STAGES raw slots, then, one tile
 later, 32-bit shared loads, byte permutes and stmatrix stores (_transpose_v_tile). This removes the separate
@@ -256,19 +257,22 @@ def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_ri
 
 
 @gluon.jit
-def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, v_ready, it, v_desc, HEAD_DIM: gl.constexpr,
-                BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
-    """BF16 varlen: a TMA descriptor of one sequence's V rows alone, [1, sk, heads_kv, HEAD_DIM], so that a key
-    tile reaching past the sequence's end is zero-filled instead of reading the next sequence's rows (P is 0
-    there, but 0 x NaN is NaN: a neighbour's non-finite V would leak; FP8 gets the same from the V^T's zero-padded
-    columns). Made on the device in the program's global scratch (128 bytes per call site) and rewritten when a
-    tile reaching past its sequence's end belongs to another sequence than the last such tile, so the V loads
-    still in flight, which may read the previous one, must land first: the last NUM_STAGES issued (older ones have
-    been consumed, their slots reused). v_desc: the host descriptor whose block and shared layout it copies."""
-    for i in gl.static_range(NUM_STAGES):
+def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, loaded, it, v_desc, HEAD_DIM: gl.constexpr,
+                BLOCK_N: gl.constexpr, SLOTS: gl.constexpr):
+    """Varlen with V as given (BF16, and e4m3 with TRANSPOSE_V): a TMA descriptor of one sequence's V rows alone,
+    [1, sk, heads_kv, HEAD_DIM], so that a key tile reaching past the sequence's end is zero-filled instead of
+    reading the next sequence's rows (P is 0 there, but 0 x NaN is NaN: a neighbour's non-finite V would leak; the
+    V^T fp8attn writes gets the same from its zero-padded columns). Made on the device in the program's global
+    scratch (128 bytes per call site) and rewritten when a tile reaching past its sequence's end belongs to
+    another sequence than the last such tile, so the V loads still in flight, which may read the previous one,
+    must land first: the last SLOTS issued, each completing on its slot of `loaded` (older ones have been
+    consumed, their slots reused): the V ring's v_ready (BF16) or the raw slots' raw_ready (TRANSPOSE_V, whose
+    last load is transposed only after the next one is issued: waiting for it here is the wait the transpose
+    makes anyway). v_desc: the host descriptor whose block and shared layout it copies."""
+    for i in gl.static_range(SLOTS):
         j = it - 1 - i
         if j >= 0:
-            mbarrier.wait(v_ready.index(j % NUM_STAGES), (j // NUM_STAGES) & 1)
+            mbarrier.wait(loaded.index(j % SLOTS), (j // SLOTS) & 1)
     # (The batch dimension, of extent 1, never steps; its stride only has to be a valid one.)
     return tma.make_tensor_descriptor(V + k_row.to(gl.int64) * stride_vs, [1, gl.maximum(sk, 1), heads_kv, HEAD_DIM],
                                       [stride_vs, stride_vs, stride_vh, 1], [1, BLOCK_N, 1, HEAD_DIM], v_desc.layout)
@@ -296,8 +300,18 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
     section = _causal_section(seqlen_k, batch_heads, HEAD_DIM)
     ahead = _tile_ahead(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
                         cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
-    if VARLEN and V_NATURAL:
-        # BF16 varlen: a key tile inside its sequence reads V through the host descriptor (the packed V); only a
+    # Varlen with V as given (BF16, or e4m3 transposed here): V tiles that reach past a sequence's end go through
+    # a descriptor of the sequence's own rows (_sequence_v), whose loads complete on the raw slots' barriers when
+    # this partition transposes them.
+    SEQ_V: gl.constexpr = VARLEN and (V_NATURAL or TRANSPOSE_V)
+    if TRANSPOSE_V:
+        v_loaded = raw_ready
+        V_SLOTS: gl.constexpr = RAW_STAGES
+    else:
+        v_loaded = v_ready
+        V_SLOTS: gl.constexpr = NUM_STAGES
+    if SEQ_V:
+        # A key tile inside its sequence reads V through the host descriptor (the packed V); only a
         # tile reaching past the sequence's end reads it through a descriptor of the sequence's own rows, which
         # TMA zero-fills past the end (_sequence_v). That descriptor (of sequence v_seq_b) is kept, and remade
         # (and so waited for) only when a later such tile belongs to another sequence. (Remade whenever the
@@ -306,8 +320,8 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
         (b0, h0, hkv0, bh0, sm0, lo0, hi0, ns0, lme0, fe0, ne0, bc0, qr0, k_row0, vc0, sq0, sk0, bad0) = _tile(
             ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
             BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
-        v_seq = _sequence_v(V, stride_vs, stride_vh, k_row0, sk0, heads_q // group_size, v_ready, 0,
-                            vt_desc, HEAD_DIM, BLOCK_N, NUM_STAGES)
+        v_seq = _sequence_v(V, stride_vs, stride_vh, k_row0, sk0, heads_q // group_size, v_loaded, 0,
+                            vt_desc, HEAD_DIM, BLOCK_N, V_SLOTS)
         v_seq_b = b0
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
@@ -327,15 +341,15 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
             for c in gl.static_range(BLOCK_M // WG_M):
                 tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m + c * WG_M, h, 0], q_ready,
                                                 q_smem.index(c))
-        if VARLEN and V_NATURAL:
+        if SEQ_V:
             # After the Q load, so that its wait for the previous tile's last V loads does not hold back the next
             # block's Q (with the wait first: 0.90x of the dense call at S=1024 causal, H200 2026-12-02). Only
             # when this block's last key tile (tiles of BLOCK_N from n_start, a multiple of it) reaches past the
             # sequence's end.
             crosses = (n_end > n_start) & (n_start + gl.cdiv(n_end - n_start, BLOCK_N) * BLOCK_N > sk)
             if crosses & (b != v_seq_b):
-                v_seq = _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_q // group_size, v_ready, it,
-                                    vt_desc, HEAD_DIM, BLOCK_N, NUM_STAGES)
+                v_seq = _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_q // group_size, v_loaded, it,
+                                    vt_desc, HEAD_DIM, BLOCK_N, V_SLOTS)
                 v_seq_b = b
         for start_n in range(n_start, n_end, BLOCK_N):
             s = it % NUM_STAGES
@@ -355,8 +369,16 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
                                         NUM_STAGES, RAW_STAGES)
                 r = it % RAW_STAGES
                 mbarrier.expect(raw_ready.index(r), vt_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], raw_ready.index(r),
-                                                v_raw.index(r))
+                if SEQ_V:
+                    if start_n + BLOCK_N > sk:  # past the sequence's end: its own rows, zero-filled
+                        tma.async_copy_global_to_shared(v_seq, [0, start_n, h_kv, 0], raw_ready.index(r),
+                                                        v_raw.index(r))
+                    else:  # inside it: the packed V
+                        tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0],
+                                                        raw_ready.index(r), v_raw.index(r))
+                else:
+                    tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], raw_ready.index(r),
+                                                    v_raw.index(r))
                 if RAW_STAGES > 1:
                     if it > 0:
                         _transpose_step(it - 1, v_raw, raw_ready, v_bufs, v_ready, v_empty, BLOCK_N, HEAD_DIM,
@@ -364,7 +386,7 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
             else:
                 mbarrier.wait(v_empty.index(s), phase ^ 1)
                 mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
-                if V_NATURAL and VARLEN:
+                if SEQ_V:  # BF16 varlen (TRANSPOSE_V loads its raw slots above)
                     if start_n + BLOCK_N > sk:  # past the sequence's end: its own rows, [1, sk, heads_kv, HEAD_DIM]
                         tma.async_copy_global_to_shared(v_seq, [0, start_n, h_kv, 0], v_ready.index(s),
                                                         v_bufs.index(s))
@@ -1128,8 +1150,8 @@ def fmha_fwd_gluon_kernel(
     if TRANSPOSE_V:
         # vt_desc is V itself, [batch, seqlen_k, heads_kv, HEAD_DIM] e4m3, block [1, BLOCK_N, 1, HEAD_DIM]: raw
         # slots for its tiles, and the V^T ring the producer writes (key-permuted) from them.
-        gl.static_assert(KEY_PERMUTED and not V_NATURAL and not VARLEN and not QK_INT8 and HEAD_DIM <= 128,
-                         "TRANSPOSE_V: dense e4m3, key-permuted, head_dim <= 128")
+        gl.static_assert(KEY_PERMUTED and not V_NATURAL and not QK_INT8 and HEAD_DIM <= 128,
+                         "TRANSPOSE_V: e4m3, key-permuted, head_dim <= 128")
         v_raw = gl.allocate_shared_memory(vt_desc.dtype, [RAW_STAGES] + vt_desc.block_type.shape, vt_desc.layout)
         v_bufs = gl.allocate_shared_memory(vt_desc.dtype, [NUM_STAGES, 1, 1, HEAD_DIM, BLOCK_N],
                                            _vt_smem_layout(BLOCK_N))

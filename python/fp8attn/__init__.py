@@ -17,11 +17,12 @@ from ._fp8attn_ext import find_kernel, flops, list_kernels, list_operations, tri
 
 __version__ = _fp8attn_ext.__version__
 
-_TORCH_API = ("fmha_fwd", "fmha_fwd_varlen", "select_kernel", "workspace_size", "transpose_v", "quantize", "attention", "MODES",
+_TORCH_API = ("fmha_fwd", "fmha_fwd_varlen", "select_kernel", "select_kernel_varlen", "workspace_size", "transpose_v",
+              "quantize", "attention", "MODES",
               "quantize_e4m3", "quantize_e4m3_per_head", "E4M3_MAX", "transform_qk", "DelayedScaling", "ops", "paged")
 
 try:
-    from .fmha import fmha_fwd, fmha_fwd_varlen, select_kernel, transpose_v, workspace_size
+    from .fmha import fmha_fwd, fmha_fwd_varlen, select_kernel, select_kernel_varlen, transpose_v, workspace_size
     from .quant import E4M3_MAX, DelayedScaling, quantize_e4m3, quantize_e4m3_per_head, transform_qk
     from .quantize_op import quantize
     from .modes import MODES, attention

@@ -173,6 +173,26 @@ def fmha_fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqle
     return (out, lse) if return_lse else out
 
 
+def select_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, q_descale=None,
+                         k_descale=None, v_descale=None, softmax_scale=None, causal=False, return_lse=False,
+                         kernel_name=None, out=None, window=None, softcap=0.0):
+    """Name of the compiled instance fmha_fwd_varlen would run for these arguments (same signature, nothing
+    runs)."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 3:
+            raise ValueError(f"{name}: expected a 3-D [total, heads, head_dim] tensor")
+    if out is None:
+        out = _allocate_output(q)
+    lse = None
+    if return_lse:
+        lse = _allocate((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), torch.float32, q.device)
+    return _ext.select_kernel_varlen(
+        q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
+        0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
+        False, False, *_window(window), float(softcap or 0.0), cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
+        int(max_seqlen_k))
+
+
 def select_kernel(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
                   return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False, window=None,
                   softcap=0.0):

@@ -780,6 +780,18 @@ NB_MODULE(_fp8attn_ext, m) {
       "allocate"_a, "release"_a,
       "Varlen attention forward (fp8attn.fmha_fwd_varlen is the Python API); returns the instance's name.");
   m.def(
+      "select_kernel_varlen",
+      [](FP8ATTN_CALL_PARAMS, nb::handle cu_seqlens_q, nb::handle cu_seqlens_k, int max_seqlen_q, int max_seqlen_k) {
+        int device = 0;
+        FmhaFwd::Arguments const args =
+            make_varlen_arguments(FP8ATTN_CALL, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, &device);
+        std::string name;
+        if (Status s = FmhaFwd::select_kernel(args, &name); !s) raise_status(s);
+        return name;
+      },
+      FP8ATTN_CALL_NB_ARGS, "cu_seqlens_q"_a, "cu_seqlens_k"_a, "max_seqlen_q"_a, "max_seqlen_k"_a,
+      "Name of the instance fmha_fwd_varlen would run for these arguments.");
+  m.def(
       "fmha_fwd",
       [](FP8ATTN_CALL_PARAMS, uintptr_t stream, nb::handle allocate, nb::handle release) {
         return fmha_fwd(FP8ATTN_CALL, stream, allocate, release);

@@ -157,7 +157,7 @@ KernelInstance const* tuned_instance(Arguments const& args, std::vector<TuningEn
   // call (LSE asked for, a length the instance excludes), the manifest order decides, never an entry measured
   // for other lengths.
   for (TuningEntry const& e : table) {
-    if (!entry_matches(e, gpu, args.problem)) continue;
+    if (!entry_matches(e, gpu, args.problem, args.varlen())) continue;
     for (size_t i = 0; i < kNumKernelInstances; ++i) {
       KernelInstance const& k = *kKernelInstances[i];
       if (k.kind == OperationKind::kFmhaFwd && e.kernel == k.name) {
@@ -188,10 +188,10 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
   }
   // The tuning table first, when it has entries and a driver says which GPU this is (nothing otherwise: an
   // empty table costs one branch), except for calls small enough that one launch beats two (the pass below).
-  // (Not for packed sequences: the table was measured on dense calls, and its picks could send them to a Triton
-  // instance, the slow path for varlen.)
+  // Packed sequences take only the rows naming "_varlen" instances, dense calls only the others (entry_matches):
+  // a dense row's pick could send a varlen call to a Triton instance, the slow path for varlen.
   bool const tiny = prefers_single_launch(args);
-  if (std::vector<TuningEntry> const& table = tuning_table(); !table.empty() && !tiny && !args.varlen()) {
+  if (std::vector<TuningEntry> const& table = tuning_table(); !table.empty() && !tiny) {
     fp8attn::detail::CudaDriver const* driver = nullptr;
     std::string gpu;
     if (fp8attn::detail::cuda_driver(&driver) && fp8attn::detail::device_name(*driver, &gpu)) {

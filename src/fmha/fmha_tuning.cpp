@@ -102,10 +102,12 @@ std::vector<TuningEntry> parse_tuning_table(std::string_view text, std::string c
   return entries;
 }
 
-bool entry_matches(TuningEntry const& e, std::string_view gpu, FmhaProblem const& p) {
+bool entry_is_varlen(TuningEntry const& e) { return e.kernel.find("_varlen") != std::string::npos; }
+
+bool entry_matches(TuningEntry const& e, std::string_view gpu, FmhaProblem const& p, bool varlen) {
   // The whole name: "NVIDIA H20" is a prefix of "NVIDIA H200", and both are sm_90 parts this library runs on.
   return e.input_type == p.input_type && e.head_dim == p.head_dim && e.causal == p.causal &&
-         p.seqlen_k <= e.max_seqlen_k && gpu == e.gpu;
+         p.seqlen_k <= e.max_seqlen_k && entry_is_varlen(e) == varlen && gpu == e.gpu;
 }
 
 std::vector<TuningEntry> const& tuning_table() {

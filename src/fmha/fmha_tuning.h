@@ -25,8 +25,14 @@ struct TuningEntry {
 std::vector<TuningEntry> parse_tuning_table(std::string_view text, std::string const& source,
                                             std::vector<std::string>* warnings);
 
-/// Whether the entry covers this GPU (its name is entry.gpu exactly) and problem bucket.
-bool entry_matches(TuningEntry const& entry, std::string_view gpu, FmhaProblem const& problem);
+/// Whether the entry names a packed-sequence instance (a procedural name with "_varlen"). Such entries apply to
+/// varlen calls only and the others to dense calls only: the two kinds of call run different instances (the
+/// gluon "_varlen" ones take packed sequences only), so each needs rows of its own.
+bool entry_is_varlen(TuningEntry const& entry);
+
+/// Whether the entry covers this GPU (its name is entry.gpu exactly), problem bucket and kind of call (varlen:
+/// packed sequences, problem.seqlen_k their max_seqlen_k).
+bool entry_matches(TuningEntry const& entry, std::string_view gpu, FmhaProblem const& problem, bool varlen);
 
 /// The entries the runtime uses: FP8ATTN_TUNING_FILE's (when set) before the embedded table's, without the
 /// ones that name an instance this build does not have (stale). Built once; its warnings go to stderr once.

@@ -583,6 +583,27 @@ int main() {
       expect_error(dense, StatusCode::kErrorNotSupported, "runs packed sequences only (_varlen)",
                    "dense FP8 on a _varlen instance", {&gluon_varlen_causal});
     }
+    // The varlen "vnat" instance reads V as given (packed, head_dim contiguous) and transposes it on chip: no V^T in
+    // its workspace (only the global scratch of its device-made V descriptors); a packed V must be head_dim
+    // contiguous for every varlen call, which validation says first.
+    Need const gluon_vnat_varlen = instance(DataType::kE4M3, 128, true, "gluon vnat varlen", [](FmhaDescription const& op) {
+      return gluon_varlen(op) && !op.v_transposed;
+    });
+    if (applicable("FP8 varlen on the vnat instance holds no V^T", {&gluon_vnat_varlen, &gluon_varlen_causal})) {
+      auto n = a;
+      n.kernel_name = name_of(gluon_vnat_varlen);
+      expect_ok(n, "varlen FP8 causal on " + n.kernel_name, {&gluon_vnat_varlen});
+      auto k = a;
+      k.kernel_name = name_of(gluon_varlen_causal);
+      CHECK(Fmha::get_workspace_size(n) < size_t(8) * 128 * 5504 &&
+                Fmha::get_workspace_size(k) >= size_t(8) * 128 * 5504,
+            "vnat varlen workspace " + std::to_string(Fmha::get_workspace_size(n)) + " vs vkperm varlen " +
+                std::to_string(Fmha::get_workspace_size(k)));
+      auto vt = n;  // V given sequence-contiguous (stride_d != 1)
+      vt.v.stride_d = 5000;
+      vt.v.stride_s = 1;
+      expect_error(vt, StatusCode::kErrorInvalidProblem, "v.stride_d=5000", "vnat varlen with V^T", {&gluon_vnat_varlen});
+    }
     Need const gluon_dense_causal = instance(DataType::kE4M3, 128, true, "gluon dense", [](FmhaDescription const& op) {
       return gluon_dense(op) && op.v_key_permuted && !op.block_descale;
     });

@@ -154,8 +154,8 @@ def tuning_rows(text):
 
 class TuningTable(unittest.TestCase):
     """The committed table: the runtime drops a row naming an instance the build lacks with only a warning, so a
-    misspelt or extra-set name would silently do nothing; rows of one bucket must grow in max_seqlen_k (the first
-    match wins)."""
+    misspelt or extra-set name would silently do nothing; rows of one bucket (dense and varlen apart) must grow in
+    max_seqlen_k (the first match wins)."""
 
     def check(self, text):
         default = {name_of(c) for c in manifest.instances()}
@@ -165,7 +165,9 @@ class TuningTable(unittest.TestCase):
             config = parse_name(row["kernel"])
             self.assertEqual((config.head_dim, int(config.causal), config.qk_type),
                              (int(row["head_dim"]), int(row["causal"]), row["input_type"]), row["kernel"])
-            bucket = (row["gpu"], row["input_type"], row["head_dim"], row["causal"])
+            # Varlen rows (naming "_varlen" instances) are buckets of their own: the runtime matches them to packed
+            # sequences only (fmha_tuning.cpp entry_matches).
+            bucket = (row["gpu"], row["input_type"], row["head_dim"], row["causal"], config.varlen)
             self.assertGreater(int(row["max_seqlen_k"]), last.get(bucket, -1), f"{bucket}: smaller max_seqlen_k first")
             last[bucket] = int(row["max_seqlen_k"])
 
@@ -239,9 +241,9 @@ class Manifest(unittest.TestCase):
         # and the key-permuted transposes among them), 4 Gluon FP8 ones with 256-key tiles (D=64/128, the tuning
         # table's picks for longer sequences), 3 Gluon vnat ones (its picks for short rows), 8 INT8 Q.K^T ones
         # (Triton and Gluon, D=64 and 128) and 3 more with 192-row blocks (Gluon, D=64 full, D=128 full and causal),
-        # 4 soft-capping ones (D=128/256) and 8 Gluon varlen ones (e4m3 and bf16, D=64/128); each compiles in 1-10 s,
-        # the whole default build in about 4 minutes on 2 cores.
-        self.assertLessEqual(len(default) - len(quantize) - len(paged), 69,
+        # 4 soft-capping ones (D=128/256) and 10 Gluon varlen ones (e4m3 and bf16, D=64/128, and the e4m3 vnat pair at
+        # D=128); each compiles in 1-10 s, the whole default build in about 4 minutes on 2 cores.
+        self.assertLessEqual(len(default) - len(quantize) - len(paged), 71,
                              "the default build must stay minutes on 2 cores")
         for qk in ("e4m3", "bf16"):  # soft-capping for Gemma-style models: causal, D=128 and 256
             for d in (128, 256):
@@ -361,11 +363,13 @@ class Manifest(unittest.TestCase):
     def test_gluon_vnat_transposes_in_the_producer(self):
         """The vnat Gluon instances read V itself (a [1, BLOCK_N, 1, HEAD_DIM] box), need no transpose instance,
         and compile the producer's transpose (TRANSPOSE_V, key-permuted) with two raw slots where shared memory
-        holds them, one at 128x256x128. The shapes the kernel does not do are refused by name."""
+        holds them, one at 128x256x128; dense, and varlen at D=128. The shapes the kernel does not do are refused
+        by name."""
         from operations.fmha_fwd import compile_spec, requires
         vnat = [c for c in manifest.instances() if isinstance(c, FmhaConfig) and c.family == "gluon" and c.v_natural]
-        self.assertEqual(sorted((c.head_dim, c.block_n, c.causal) for c in vnat),
-                         [(64, 128, True), (128, 128, True), (128, 256, False)])
+        self.assertEqual(sorted((c.head_dim, c.block_n, c.causal, c.varlen) for c in vnat),
+                         [(64, 128, True, False), (128, 128, True, False), (128, 128, True, True),
+                          (128, 256, False, False), (128, 256, False, True)])
         for c in vnat:
             _, types, constexprs, _, _ = compile_spec(c)
             self.assertEqual(requires(c), [], name_of(c))
@@ -373,12 +377,13 @@ class Manifest(unittest.TestCase):
             self.assertFalse(constexprs["V_NATURAL"], "V_NATURAL is BF16's P.V path")
             self.assertEqual(constexprs["RAW_STAGES"], 1 if c.block_n == 256 and c.head_dim == 128 else 2, name_of(c))
             self.assertIn(f"[1, {c.block_n}, 1, {c.head_dim}]", types["vt_desc"])
+            self.assertEqual(constexprs["VARLEN"], c.varlen, name_of(c))
         plain = [c for c in manifest.instances() if isinstance(c, FmhaConfig) and c.family == "gluon"
                  and not c.v_natural]
         self.assertTrue(all(not compile_spec(c)[2]["TRANSPOSE_V"] for c in plain))
         base = dict(qk_type="e4m3", v_type="e4m3", acc_type="f32", out_type="bf16", block_m=128, block_n=128,
                     head_dim=128, warps=4, stages=2, causal=True, family="gluon", v_natural=True)
-        for bad in (dict(head_dim=256), dict(varlen=True), dict(qk_type="i8", block_descale=True),
+        for bad in (dict(head_dim=256), dict(varlen=True, head_dim=256), dict(qk_type="i8", block_descale=True),
                     dict(v_key_permuted=True)):
             c = FmhaConfig(**dict(base, **bad))
             with self.assertRaises(ValueError, msg=bad) as err:

@@ -98,15 +98,21 @@ int main() {
   {
     TuningEntry e{"NVIDIA H200", DataType::kE4M3, 128, false, 4096, "k"};
     FmhaProblem p{1, 8, 8, 4096, 4096, 128, false, DataType::kE4M3, DataType::kBF16};
-    CHECK(detail::entry_matches(e, "NVIDIA H200", p), "the device name, seqlen_k at the bound");
+    CHECK(detail::entry_matches(e, "NVIDIA H200", p, false), "the device name, seqlen_k at the bound");
     TuningEntry h20{"NVIDIA H20", DataType::kE4M3, 128, false, 4096, "k"};
-    CHECK(!detail::entry_matches(h20, "NVIDIA H200", p), "an H20 entry (a prefix of the name) is not an H200's");
+    CHECK(!detail::entry_matches(h20, "NVIDIA H200", p, false), "an H20 entry (a prefix of the name) is not an H200's");
+    // Packed sequences take the rows naming "_varlen" instances, dense calls the others.
+    TuningEntry packed{"NVIDIA H200", DataType::kE4M3, 128, false, 4096, "fp8attn_sm90_x_varlen_gluon"};
+    CHECK(detail::entry_is_varlen(packed) && !detail::entry_is_varlen(e), "a _varlen name is a varlen row");
+    CHECK(!detail::entry_matches(e, "NVIDIA H200", p, true), "a dense row does not apply to a varlen call");
+    CHECK(detail::entry_matches(packed, "NVIDIA H200", p, true), "a varlen row applies to a varlen call");
+    CHECK(!detail::entry_matches(packed, "NVIDIA H200", p, false), "a varlen row does not apply to a dense call");
     p.seqlen_k = 4097;
-    CHECK(!detail::entry_matches(e, "NVIDIA H200", p), "seqlen_k past the bucket");
+    CHECK(!detail::entry_matches(e, "NVIDIA H200", p, false), "seqlen_k past the bucket");
     p.seqlen_k = 16;
-    CHECK(!detail::entry_matches(e, "NVIDIA H100 80GB HBM3", p), "another GPU");
+    CHECK(!detail::entry_matches(e, "NVIDIA H100 80GB HBM3", p, false), "another GPU");
     p.causal = true;
-    CHECK(!detail::entry_matches(e, "NVIDIA H200", p), "causal differs");
+    CHECK(!detail::entry_matches(e, "NVIDIA H200", p, false), "causal differs");
   }
 
   // ---- selection step ----
