@@ -128,13 +128,15 @@ def _default_instances():
     # suite, H200 2026-12-02). bench_varlen.py on the H200 (2026-12-02, two runs): 0.94-0.99x the dense call at
     # the same work, against 0.48-0.83x for the Triton varlen path.
     rows += [_gluon(causal, gluon_stages(d), head_dim=d, varlen=True) for d in (128, 64) for causal in (False, True)]
-    # Varlen with V read as given and transposed by the producer (vnat, as the dense vnat instances above): one
-    # launch instead of the varlen transpose's and the attention's, and 256-key tiles for full attention (a tile of
-    # fp8attn's V^T could reach past its sequence's 128-aligned columns; V as given is clipped per sequence). At
-    # 32 x 1024 the dense call runs the vnat instance (causal) or the 256-key one (full) and the varlen call ran
-    # 0.93x of it on the 128-key vkperm instance with its transpose (H200, 2026-12-02). The tuning table's varlen
-    # rows pick them.
-    rows += [_gluon(False, 2, block_n=GLUON_WIDE_BLOCK_N, vnat=True, varlen=True), _gluon(True, 2, vnat=True, varlen=True)]
+    # Varlen as the dense tuning rows run D=128: 256-key tiles (full, and causal from S=8192; the V^T's sequences
+    # then start on multiples of 256) and, for short causal rows, V read as given and transposed by the producer
+    # (vnat: one launch instead of the varlen transpose's and the attention's). With the 128-key vkperm varlen
+    # instance alone the varlen call ran 0.87-0.93x of the dense call (H200, 2026-12-04, bench_varlen.py: the dense
+    # picks' 256-key and vnat tiles); a 256-key vnat varlen instance ran 0.78-0.89x (its in-chip transpose costs
+    # more than the varlen transpose at every length measured) and was dropped. The tuning table's varlen rows pick
+    # them.
+    rows += [_gluon(causal, 2, block_n=GLUON_WIDE_BLOCK_N, varlen=True) for causal in (False, True)]
+    rows += [_gluon(True, 2, vnat=True, varlen=True)]
     # D=256 on the same kernel (O in column parts, eight parts two in flight: operations/fmha_fwd.py,
     # gluon_pv_pipelined), 128-key tiles since 2026-12-02 (gluon_block_n). With 64-key tiles bench_vs_cudnn.py on
     # the H200 (2026-12-01) read S=2048 807 / 636 TFLOP/s full / causal, S=8192 849 / 712 with V^T given, against

@@ -259,12 +259,13 @@ def _gluon_compile_spec(c: FmhaConfig):
     # sequence's own rows, as BF16 varlen does (_sequence_v).
     transpose_v = (c.v_natural and c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale
                    and not c.v_key_permuted and c.head_dim in (64, 128))
-    # 256-key tiles: FP8 with fp8attn's key-permuted V^T or transposed in the kernel at D=64 and 128 (varlen only
-    # transposed in the kernel: a tile of the V^T fp8attn writes must not reach past its sequence's 128-aligned
-    # columns); INT8 Q.K^T with the kperm V^T at D=64 (the kernel's SPLIT_S: S as two [64, 128] integer products,
-    # four descale blocks per tile; at D=128 ptxas spills 33 registers inside the loop).
-    wide_ok = (((c.qk_type == "e4m3" and not c.block_descale) or (int8 and c.v_key_permuted and c.head_dim == 64))
-               and (c.v_key_permuted or transpose_v) and (not c.varlen or transpose_v))
+    # 256-key tiles: FP8 with fp8attn's key-permuted V^T or transposed in the kernel at D=64 and 128, dense or varlen
+    # (the varlen V^T then aligns each sequence's columns to 256, so no tile reaches the next sequence's; the host's
+    # varlen_vt_align); INT8 Q.K^T with the kperm V^T at D=64 (the kernel's SPLIT_S: S as two [64, 128] integer
+    # products, four descale blocks per tile; at D=128 ptxas spills 33 registers inside the loop).
+    wide_ok = (((c.qk_type == "e4m3" and not c.block_descale) or (int8 and c.v_key_permuted and c.head_dim == 64 and
+                                                                     not c.varlen))
+               and (c.v_key_permuted or transpose_v))
     # Three consumer warpgroups (192-row blocks, the kernel's NUM_CONSUMERS): dense e4m3 or INT8 Q.K^T, key-permuted
     # V^T, D=64 and 128, 128-key tiles (the registers of 160 a thread hold no wider S).
     three_ok = (c.qk_type in ("e4m3", "i8") and c.v_type == "e4m3" and c.v_key_permuted and not c.varlen

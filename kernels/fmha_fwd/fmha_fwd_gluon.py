@@ -59,11 +59,12 @@ span): encode each CUtensorMap with the box that tensordesc_meta records, not th
 
 Varlen (the VARLEN instances, up to head_dim 128, packed sequences only; cu_seqlens as the Triton kernel's; the
 host passes the V^T alignment, 128, as `varlen`): the descriptors cover the packed q, k, o as [1, total, heads,
-head_dim] and the V^T row as [1, heads_kv, head_dim, row], and every partition offsets sequence b's blocks by its
+head_dim] and the V^T row as [1, heads_kv, head_dim, row] (each sequence's columns aligned to 128, or 256 with
+256-key tiles), and every partition offsets sequence b's blocks by its
 offsets (_sequence). The grid walks the blocks of the longest sequence for each sequence and skips those past a
 sequence's end. A Q block or K tile that runs past its sequence reads the next sequence's rows: Q rows that are
 never stored, K columns the softmax masks (a select, so their NaNs vanish). V tiles never leave the sequence: FP8's
-V^T pads each sequence's columns with zeros to 128 (the transpose); BF16 reads a key tile inside its sequence
+V^T pads each sequence's columns with zeros to the alignment (the transpose); BF16 reads a key tile inside its sequence
 through the host descriptor of the packed V, and one that reaches past the sequence's end through a descriptor of
 the sequence's own rows made on the device (_sequence_v; TMA zero-fills past its end); so does e4m3 with
 TRANSPOSE_V, which reads V as given too. O rows of a sequence's last
@@ -132,7 +133,14 @@ FLT_MIN = gl.constexpr(1.1754943508222875e-38)  # float32's smallest normal
 
 # Rows per consumer warpgroup (one wgmma M extent over 4 warps).
 WG_M = gl.constexpr(64)
-VT_ALIGN = gl.constexpr(VT_ALIGN_GLUON)
+
+
+@gluon.constexpr_function
+def _vt_align(BLOCK_N):
+    """The varlen V^T column alignment of an instance: VT_ALIGN_GLUON, or the key tile where it is wider (256-key
+    tiles: no tile of one sequence may reach the next one's columns). The host passes the same as `varlen`
+    (fmha::detail::varlen_vt_align)."""
+    return max(VT_ALIGN_GLUON, BLOCK_N)
 
 
 # Causal schedules walk heads in sections whose K and V together stay within this many bytes (H200: 50 MB of
@@ -141,7 +149,7 @@ CAUSAL_SECTION_BYTES = gl.constexpr(16 * 1024 * 1024)
 
 
 @gluon.jit
-def _sequence(b, seqlen_q, seqlen_k, offs, total_q, total_k, VARLEN: gl.constexpr):
+def _sequence(b, seqlen_q, seqlen_k, offs, total_q, total_k, VARLEN: gl.constexpr, BLOCK_N: gl.constexpr):
     """Where sequence b lives: (batch coordinate, its first q row, first key row, first V^T column, its query and
     key lengths, bad). Dense: (b, 0, 0, 0, seqlen_q, seqlen_k, False). Varlen (packed, the descriptors' batch
     dimension is 1): the offsets' rows, the V^T column from common/varlen.py, the lengths from the offsets (offs:
@@ -165,9 +173,8 @@ def _sequence(b, seqlen_q, seqlen_k, offs, total_q, total_k, VARLEN: gl.constexp
         sq = gl.where(q_ok, gl.minimum(q_end - q_start, seqlen_q), 0)
         k_row = gl.where(bad, 0, k_start)
         sk = gl.where(bad, 0, k_end - k_start)
-        # The V^T alignment as a constant (the host passes the same, VT_ALIGN_GLUON, as `varlen`): a shift, not
-        # a division per tile.
-        v_col = varlen_vt_start(k_row, b, VT_ALIGN)
+        # The V^T alignment as a constant (the host passes the same as `varlen`): a shift, not a division per tile.
+        v_col = varlen_vt_start(k_row, b, _vt_align(BLOCK_N))
     return bc, q_row, k_row, v_col, sq, sk, bad
 
 
@@ -242,7 +249,7 @@ def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_ri
     offs = (q_prev, q_start, q_end, k_prev, k_start, k_end)
     bh = b * heads_q + h
     start_m = pid_m * BLOCK_M
-    bc, q_row, k_row, v_col, sq, sk, bad = _sequence(b, seqlen_q, seqlen_k, offs, total_q, total_k, VARLEN)
+    bc, q_row, k_row, v_col, sq, sk, bad = _sequence(b, seqlen_q, seqlen_k, offs, total_q, total_k, VARLEN, BLOCK_N)
     lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = key_range(start_m, sq, sk, window_left,
                                                                         window_right, BLOCK_M, BLOCK_N, CAUSAL)
     if VARLEN:

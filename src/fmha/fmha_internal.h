@@ -111,11 +111,13 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
 /// Varlen V^T: each sequence's columns start on a multiple of the alignment and hold zeros up to its length rounded
 /// up to it (kernels/common/varlen.py, the same values; the kernels' `varlen` argument carries it). The Triton
 /// kernel clips each sequence with descriptors of its own and needs 16-byte TMA bases; the Gluon kernel reads one
-/// descriptor, so no key tile (<= 128 keys) may reach the next sequence's columns.
+/// descriptor, so no key tile may reach the next sequence's columns: 128, or the key tile where it is wider (256).
 inline constexpr int64_t kVarlenVtAlignTriton = 16;
 inline constexpr int64_t kVarlenVtAlignGluon = 128;
+/// The largest alignment any instance uses (a Gluon 256-key tile): what validation sizes the V^T row with.
+inline constexpr int64_t kVarlenVtAlignMax = 256;
 
-/// The V^T column alignment of `instance` for packed sequences.
+/// The V^T column alignment of `instance` for packed sequences (kernels/fmha_fwd/fmha_fwd_gluon.py _vt_align).
 int64_t varlen_vt_align(KernelInstance const& instance);
 
 /// The varlen V^T row length: every sequence's keys, each sequence starting on a multiple of `align`.

@@ -27,7 +27,7 @@ char* at(void* workspace, size_t offset) { return static_cast<char*>(workspace) 
 /// vt_extent: V^T's sequence extent for TMA: seqlen_k for a caller's sequence-contiguous V (TMA's zero fill
 /// past it keeps the caller's padding, possibly NaN, out of P.V), the padded length for the V^T fp8attn wrote
 /// (its padding is zeros, and a key-permuted V^T holds keys < seqlen_k at positions past it); varlen: the whole
-/// V^T row (each sequence's columns zero-padded to kVarlenVtAlignGluon, so no tile reaches the next sequence).
+/// V^T row (each sequence's columns zero-padded to varlen_vt_align, so no tile reaches the next sequence).
 /// Varlen (packed sequences, the "_varlen" instances): the descriptors cover the packed q, k, o as [1, total, heads,
 /// head_dim] and the FP8 V^T row as [1, heads_kv, head_dim, row]; the kernel offsets each sequence by cu_seqlens
 /// and stores the rows of a sequence's last block from registers (O's pointer and strides), masked to the
@@ -64,7 +64,7 @@ Status pack_gluon(CudaDriver const& driver, Arguments const& args, KernelInstanc
   if (varlen) {
     kp.cu_seqlens_q = args.cu_seqlens_q;
     kp.cu_seqlens_k = args.cu_seqlens_k;
-    kp.varlen = static_cast<int32_t>(kVarlenVtAlignGluon);  // varlen: the V^T alignment (kernels/common/varlen.py)
+    kp.varlen = static_cast<int32_t>(varlen_vt_align(instance));  // varlen: the V^T alignment (common/varlen.py)
     kp.total_q = static_cast<int32_t>(args.total_q);
     kp.total_k = static_cast<int32_t>(args.total_k);
   }
@@ -144,7 +144,8 @@ WorkspaceLayout plan_workspace(Arguments const& args, KernelInstance const& inst
 }
 
 int64_t varlen_vt_align(KernelInstance const& instance) {
-  return instance.family == library::KernelFamily::kGluon ? kVarlenVtAlignGluon : kVarlenVtAlignTriton;
+  if (instance.family != library::KernelFamily::kGluon) return kVarlenVtAlignTriton;
+  return std::max<int64_t>(kVarlenVtAlignGluon, fmha_config(instance).block_n);
 }
 
 int64_t varlen_vt_row(int64_t total_k, int64_t batch, int64_t align) {

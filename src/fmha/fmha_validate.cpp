@@ -247,10 +247,10 @@ Status validate(Arguments const& args) {
       return invalid("seqlen_q=0 (the longest sequence's bound) with total_q=" + num(args.total_q) +
                      " packed rows: nothing would run and o would stay unwritten");
     }
-    // With the larger (Gluon) alignment, whichever instance runs the call.
-    if (varlen_vt_row(args.total_k, b, kVarlenVtAlignGluon) > INT32_MAX) {
+    // With the largest alignment, whichever instance runs the call.
+    if (varlen_vt_row(args.total_k, b, kVarlenVtAlignMax) > INT32_MAX) {
       return invalid("total_k=" + num(args.total_k) + " keys of batch=" + num(b) +
-                     " sequences: the varlen V^T row (128-column aligned per sequence) passes 2^31 elements");
+                     " sequences: the varlen V^T row (256-column aligned per sequence) passes 2^31 elements");
     }
     if (args.q_descale.stride_block != 0 || args.k_descale.stride_block != 0) {
       return invalid("per-block descales (stride_block) with varlen: blocks would straddle sequences");

@@ -604,6 +604,18 @@ int main() {
       vt.v.stride_s = 1;
       expect_error(vt, StatusCode::kErrorInvalidProblem, "v.stride_d=5000", "vnat varlen with V^T", {&gluon_vnat_varlen});
     }
+    // A 256-key varlen instance aligns each sequence's V^T columns to its key tile: roundup256(5000) + 256 * 3 = 5888
+    // keys per row (no tile of one sequence reaches the next one's).
+    Need const gluon_wide_varlen = instance(DataType::kE4M3, 128, true, "gluon 256-key varlen", [](FmhaDescription const& op) {
+      return gluon_varlen(op) && op.v_key_permuted && op.block_n == 256;
+    });
+    if (applicable("FP8 varlen on 256-key tiles holds a 256-aligned V^T", {&gluon_wide_varlen})) {
+      auto w = a;
+      w.kernel_name = name_of(gluon_wide_varlen);
+      expect_ok(w, "varlen FP8 causal on " + w.kernel_name, {&gluon_wide_varlen});
+      CHECK(Fmha::get_workspace_size(w) >= size_t(8) * 128 * 5888, "256-key varlen V^T workspace: " +
+                                                                   std::to_string(Fmha::get_workspace_size(w)));
+    }
     Need const gluon_dense_causal = instance(DataType::kE4M3, 128, true, "gluon dense", [](FmhaDescription const& op) {
       return gluon_dense(op) && op.v_key_permuted && !op.block_descale;
     });

@@ -241,9 +241,9 @@ class Manifest(unittest.TestCase):
         # and the key-permuted transposes among them), 4 Gluon FP8 ones with 256-key tiles (D=64/128, the tuning
         # table's picks for longer sequences), 3 Gluon vnat ones (its picks for short rows), 8 INT8 Q.K^T ones
         # (Triton and Gluon, D=64 and 128) and 3 more with 192-row blocks (Gluon, D=64 full, D=128 full and causal),
-        # 4 soft-capping ones (D=128/256) and 10 Gluon varlen ones (e4m3 and bf16, D=64/128, and the e4m3 vnat pair at
-        # D=128); each compiles in 1-10 s, the whole default build in about 4 minutes on 2 cores.
-        self.assertLessEqual(len(default) - len(quantize) - len(paged), 71,
+        # 4 soft-capping ones (D=128/256) and 11 Gluon varlen ones (e4m3 and bf16, D=64/128, and at D=128 e4m3 the
+        # 256-key pair and a vnat one); each compiles in 1-10 s, the whole default build in about 4 minutes on 2 cores.
+        self.assertLessEqual(len(default) - len(quantize) - len(paged), 72,
                              "the default build must stay minutes on 2 cores")
         for qk in ("e4m3", "bf16"):  # soft-capping for Gemma-style models: causal, D=128 and 256
             for d in (128, 256):
@@ -369,7 +369,7 @@ class Manifest(unittest.TestCase):
         vnat = [c for c in manifest.instances() if isinstance(c, FmhaConfig) and c.family == "gluon" and c.v_natural]
         self.assertEqual(sorted((c.head_dim, c.block_n, c.causal, c.varlen) for c in vnat),
                          [(64, 128, True, False), (128, 128, True, False), (128, 128, True, True),
-                          (128, 256, False, False), (128, 256, False, True)])
+                          (128, 256, False, False)])
         for c in vnat:
             _, types, constexprs, _, _ = compile_spec(c)
             self.assertEqual(requires(c), [], name_of(c))
