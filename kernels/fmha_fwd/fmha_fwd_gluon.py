@@ -303,6 +303,8 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
     batch_heads = batch * heads_q
     it = 0
     count = 0
+    # TRANSPOSE_V: 1 while raw load it - 1 waits for its transpose (made when the next load is issued).
+    pending = 0
     num_tiles = num_m_blocks * batch_heads
     section = _causal_section(seqlen_k, batch_heads, HEAD_DIM)
     ahead = _tile_ahead(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
@@ -371,7 +373,7 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
                 # (_transpose_step), so the load's latency overlaps the previous tile's transpose. With one raw
                 # slot the previous tile's transpose must read it first.
                 if RAW_STAGES == 1:
-                    if it > 0:
+                    if pending != 0:
                         _transpose_step(it - 1, v_raw, raw_ready, v_bufs, v_ready, v_empty, BLOCK_N, HEAD_DIM,
                                         NUM_STAGES, RAW_STAGES)
                 r = it % RAW_STAGES
@@ -387,9 +389,10 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
                     tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], raw_ready.index(r),
                                                     v_raw.index(r))
                 if RAW_STAGES > 1:
-                    if it > 0:
+                    if pending != 0:
                         _transpose_step(it - 1, v_raw, raw_ready, v_bufs, v_ready, v_empty, BLOCK_N, HEAD_DIM,
                                         NUM_STAGES, RAW_STAGES)
+                pending = 1
             else:
                 mbarrier.wait(v_empty.index(s), phase ^ 1)
                 mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
@@ -407,9 +410,18 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
                     tma.async_copy_global_to_shared(vt_desc, [bc, h_kv, 0, v_col + start_n], v_ready.index(s),
                                                     v_bufs.index(s))
             it += 1
+        if TRANSPOSE_V:
+            # A block without key tiles (a varlen block past its sequence's end, a causal block above the diagonal
+            # when seqlen_q > seqlen_k): the last load's transpose cannot wait for the next block's first load,
+            # since the consumers finish the block before it only with it, and this partition's next Q load waits
+            # for them to be done with the empty block's Q (they would wait for each other).
+            if (n_end <= n_start) & (pending != 0):
+                _transpose_step(it - 1, v_raw, raw_ready, v_bufs, v_ready, v_empty, BLOCK_N, HEAD_DIM, NUM_STAGES,
+                                RAW_STAGES)
+                pending = 0
         count += 1
     if TRANSPOSE_V:
-        if it > 0:
+        if pending != 0:
             _transpose_step(it - 1, v_raw, raw_ready, v_bufs, v_ready, v_empty, BLOCK_N, HEAD_DIM, NUM_STAGES,
                             RAW_STAGES)
 

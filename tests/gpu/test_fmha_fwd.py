@@ -77,6 +77,22 @@ def test_instance(kernel, seed):
         fu.check_problem(p, seed + i, kernel_name=kernel["name"])
 
 
+# The Gluon vnat instances transpose each V tile when the next one's load is issued; a query block without key tiles
+# (causal with seqlen_q > seqlen_k) must not leave the previous block's last transpose waiting, which hung a program
+# walking more blocks than the grid has programs (8 x 8 heads x 8 blocks here, three of them above the diagonal).
+VNAT_CAUSAL = [k for k in KERNELS if k["family"] == "gluon" and k["qk_type"] == "e4m3" and not k["v_transposed"]
+               and k["causal"] and not k["varlen"]]
+
+
+@pytest.mark.parametrize("kernel", VNAT_CAUSAL or [None], ids=[k["name"] for k in VNAT_CAUSAL] or ["none"])
+def test_vnat_blocks_without_keys(kernel, seed):
+    if kernel is None:
+        pytest.skip("no Gluon vnat causal instance in this build")
+    p = Problem(batch=8, seqlen_q=1000, seqlen_k=600, heads_q=8, heads_kv=8, head_dim=kernel["head_dim"],
+                causal=True, dtype="e4m3")
+    fu.check_problem(p, seed, kernel_name=kernel["name"])
+
+
 # ---- The heuristic's pick over shapes ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
