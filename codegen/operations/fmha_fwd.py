@@ -323,7 +323,9 @@ def _gluon_compile_spec(c: FmhaConfig):
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
                   "PV_PIPELINED": not bf16 and gluon_pv_pipelined(c.head_dim, c.causal), "VARLEN": c.varlen,
                   "TRANSPOSE_V": transpose_v, "RAW_STAGES": gluon_raw_stages(c) if transpose_v else 2,
-                  "NUM_CONSUMERS": c.block_m // GLUON_WG_M, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride}
+                  "NUM_CONSUMERS": c.block_m // GLUON_WG_M, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride,
+                  # One Q buffer: the double-buffered Q (2) is a sweep variant (bench/sweep_gluon.py), not measured.
+                  "Q_BUFFERS": 1}
     return params, types, constexprs, c.warps, c.stages
 
 

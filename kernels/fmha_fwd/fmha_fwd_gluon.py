@@ -76,7 +76,12 @@ Unlike Triton 3.6's tl.range(warp_specialize=True), the partitions here keep the
 Persistent: at most one program per SM (the consumers' registers leave room for one CTA) walks the query
 blocks program_id, program_id + num_programs, ...; the producer loads the next block's Q as soon as both
 consumers have issued their last S of the current one, and the K/V ring runs on across blocks, so a block's
-loads overlap the previous block's last P.V and output store.
+loads overlap the previous block's last P.V and output store. Q_BUFFERS = 2 (a switch for bench/sweep_gluon.py,
+off in the library's instances, not measured yet): two Q buffers, block c in buffer c % 2 with its own q_ready and
+q_empty, so that the next block's Q loads while the consumers still run the current one (the producer waits for
+the block before that one to be released): at S=512-2048 a block has 2-8 key tiles, and the Q load behind the
+slower consumer's last S of a block may sit on the path to the next block's first MMA. Q's shared memory doubles
+(+16 KB at 128 x 128 e4m3, +24 KB for 192-row blocks); head_dim 256 has no room for it.
 
 BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation), and the two consumer warpgroups
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
@@ -264,6 +269,29 @@ def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_ri
 
 
 @gluon.jit
+def _q_slot(q_bufs, count, Q_BUFFERS: gl.constexpr):
+    """The Q buffer of the program's query block number `count`, or its q_ready or q_empty mbarrier: the one
+    there is (Q_BUFFERS = 1), else buffer count % Q_BUFFERS, whose waits take phase (count // Q_BUFFERS) & 1."""
+    if Q_BUFFERS == 1:
+        slot = q_bufs
+    else:
+        slot = q_bufs.index(count % Q_BUFFERS)
+    return slot
+
+
+@gluon.jit
+def _q_box(q_smem, count, c: gl.constexpr, Q_BUFFERS: gl.constexpr, BOXES: gl.constexpr):
+    """Three consumers: 64-row box c of the program's query block number `count`. Q_BUFFERS = 2 keeps the two
+    blocks' BOXES boxes one after the other in one dimension ([2, 3, ...] is not a shared shape: only the leading
+    extent may be other than a power of two)."""
+    if Q_BUFFERS == 1:
+        box = q_smem.index(c)
+    else:
+        box = q_smem.index((count % Q_BUFFERS) * BOXES + c)
+    return box
+
+
+@gluon.jit
 def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, loaded, it, v_desc, HEAD_DIM: gl.constexpr,
                 BLOCK_N: gl.constexpr, SLOTS: gl.constexpr):
     """Varlen with V as given (BF16, and e4m3 with TRANSPOSE_V): a TMA descriptor of one sequence's V rows alone,
@@ -288,14 +316,15 @@ def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, loaded, it, v_desc
 @gluon.jit
 def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
               NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr, VARLEN: gl.constexpr, TRANSPOSE_V: gl.constexpr,
-              RAW_STAGES: gl.constexpr):
+              RAW_STAGES: gl.constexpr, Q_BUFFERS: gl.constexpr):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
-    one), then its K and V^T tiles through the ring. `it` counts ring slots across tiles, so the next tile's
-    K and V stream in while the consumers finish the current one. Varlen: rows are the packed tensors' (the
-    descriptors' batch dimension is 1); a Q block or K tile that runs past its sequence reads the next sequence's
-    rows, which the consumers never store (Q) or mask out of the softmax (K); V^T tiles stay inside the
-    sequence's zero-padded columns (common/varlen.py), and BF16 V tiles reaching past the sequence's end inside a
-    descriptor of the sequence's own rows (_sequence_v). args: the kernel's producer_args, unpacked here."""
+    one; with Q_BUFFERS = 2, with the one before it, whose buffer it takes), then its K and V^T tiles through the
+    ring. `it` counts ring slots across tiles, so the next tile's K and V stream in while the consumers finish the
+    current one. Varlen: rows are the packed tensors' (the descriptors' batch dimension is 1); a Q block or K tile
+    that runs past its sequence reads the next sequence's rows, which the consumers never store (Q) or mask out of
+    the softmax (K); V^T tiles stay inside the sequence's zero-padded columns (common/varlen.py), and BF16 V tiles
+    reaching past the sequence's end inside a descriptor of the sequence's own rows (_sequence_v). args: the
+    kernel's producer_args, unpacked here."""
     (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, batch,
      seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, cu_seqlens_q, cu_seqlens_k, varlen, total_q,
      total_k, V, stride_vs, stride_vh, v_raw, raw_ready) = args
@@ -340,16 +369,18 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
         ahead = _tile_ahead(tile + gl.num_programs(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size,
                             section, cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
-        # goes straight through.
-        mbarrier.wait(q_empty, (count & 1) ^ 1)
+        # goes straight through (Q_BUFFERS = 2: the first wait on each buffer, blocks 0 and 1).
+        mbarrier.wait(_q_slot(q_empty, count, Q_BUFFERS), ((count // Q_BUFFERS) & 1) ^ 1)
+        q_full = _q_slot(q_ready, count, Q_BUFFERS)
         if BLOCK_M == 2 * WG_M:
-            mbarrier.expect(q_ready, q_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m, h, 0], q_ready, q_smem)
+            mbarrier.expect(q_full, q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m, h, 0], q_full,
+                                            _q_slot(q_smem, count, Q_BUFFERS))
         else:  # three consumers: a box of 64 rows each (the kernel's NUM_CONSUMERS)
-            mbarrier.expect(q_ready, (BLOCK_M // WG_M) * q_desc.block_type.nbytes)
+            mbarrier.expect(q_full, (BLOCK_M // WG_M) * q_desc.block_type.nbytes)
             for c in gl.static_range(BLOCK_M // WG_M):
-                tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m + c * WG_M, h, 0], q_ready,
-                                                q_smem.index(c))
+                tma.async_copy_global_to_shared(q_desc, [bc, q_row + start_m + c * WG_M, h, 0], q_full,
+                                                _q_box(q_smem, count, c, Q_BUFFERS, BLOCK_M // WG_M))
         if SEQ_V:
             # After the Q load, so that its wait for the previous tile's last V loads does not hold back the next
             # block's Q (with the wait first: 0.90x of the dense call at S=1024 causal, H200 2026-12-02). Only
@@ -901,7 +932,7 @@ def _s_ahead_budget(BLOCK_M):
 def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
-              PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr):
+              PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -952,11 +983,6 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
     SUM_N: gl.constexpr = _sum_width(SUM_ON_TC)
     sum_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, SUM_N, 32])
-    # This warpgroup's rows of the Q block, straight from shared memory as the A operand.
-    if BLOCK_M == 2 * WG_M:
-        q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
-    else:  # three consumers: Q in one 64-row buffer per warpgroup
-        q_tile = q_smem.index(WG).reshape([WG_M, HEAD_DIM])
     o_tile = o_smem.reshape([WG_M, HEAD_DIM])
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
     batch_heads = batch * heads_q
@@ -1002,7 +1028,12 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
         else:
             acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
 
-        mbarrier.wait(q_ready, count & 1)
+        mbarrier.wait(_q_slot(q_ready, count, Q_BUFFERS), (count // Q_BUFFERS) & 1)
+        # This warpgroup's rows of the Q block, straight from shared memory as the A operand.
+        if BLOCK_M == 2 * WG_M:
+            q_tile = _q_slot(q_smem, count, Q_BUFFERS).reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
+        else:  # three consumers: Q in one 64-row buffer per warpgroup
+            q_tile = _q_box(q_smem, count, WG, Q_BUFFERS, BLOCK_M // WG_M).reshape([WG_M, HEAD_DIM])
         n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # n_start is a multiple of BLOCK_N
         if n_tiles > 0:
             s0 = it % NUM_STAGES
@@ -1054,7 +1085,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             last = it + n_tiles - 1
             qk = _s_wait(qk, SPLIT_S)
             mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
-            mbarrier.arrive(q_empty, count=1)
+            mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
             start_n = n_start + (n_tiles - 1) * BLOCK_N
             p8, l_i, m_i, f_i, rescale = _softmax_any(qk, l_i, m_i, f_i, start_n,
                                                       lo_masked_end, full_end, offs_m,
@@ -1075,7 +1106,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
             acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
         else:
-            mbarrier.arrive(q_empty, count=1)
+            mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
             ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
                                 cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
         it += n_tiles
@@ -1139,6 +1170,7 @@ def fmha_fwd_gluon_kernel(
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
     PV_PIPELINED: gl.constexpr = False, VARLEN: gl.constexpr = False, TRANSPOSE_V: gl.constexpr = False,
     RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2, K_DESCALE_UNIT_STRIDE: gl.constexpr = False,
+    Q_BUFFERS: gl.constexpr = 1,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -1160,11 +1192,19 @@ def fmha_fwd_gluon_kernel(
     # Persistent: each program walks tiles program_id, program_id + num_programs, ... of the
     # cdiv(seqlen_q, BLOCK_M) * batch * heads_q query blocks (the runtime launches at most one program per SM:
     # the consumers' registers leave room for one CTA).
+    # Q_BUFFERS = 2: a Q buffer per block in flight (block c in buffer c % 2: _q_slot, _q_box), so that the next
+    # block's Q loads while the consumers still run the current one. D=256 has no room for a second one (its
+    # instances use 224 KB of the 227 already; a second Q is 32 KB more in e4m3, 64 KB in bf16).
+    gl.static_assert(Q_BUFFERS == 1 or (Q_BUFFERS == 2 and HEAD_DIM <= 128),
+                     "one Q buffer, or two up to head_dim 128 (shared memory)")
     if NUM_CONSUMERS == 3:
         # A TMA box has power-of-two extents: the host's Q box is one warpgroup's 64 rows, three of them a block.
-        q_smem = gl.allocate_shared_memory(q_desc.dtype, [NUM_CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
-    else:
+        q_smem = gl.allocate_shared_memory(q_desc.dtype, [Q_BUFFERS * NUM_CONSUMERS] + q_desc.block_type.shape,
+                                           q_desc.layout)
+    elif Q_BUFFERS == 1:
         q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
+    else:
+        q_smem = gl.allocate_shared_memory(q_desc.dtype, [Q_BUFFERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
     if TRANSPOSE_V:
         # vt_desc is V itself, [batch, seqlen_k, heads_kv, HEAD_DIM] e4m3, block [1, BLOCK_N, 1, HEAD_DIM]: raw
@@ -1200,8 +1240,12 @@ def fmha_fwd_gluon_kernel(
         _store_e4m3_ones(ones_smem, False)
         fence_async_shared()
 
-    q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    if Q_BUFFERS == 1:
+        q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    else:
+        q_ready = gl.allocate_shared_memory(gl.int64, [Q_BUFFERS, 1], mbarrier.MBarrierLayout())
+        q_empty = gl.allocate_shared_memory(gl.int64, [Q_BUFFERS, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
@@ -1212,8 +1256,13 @@ def fmha_fwd_gluon_kernel(
             mbarrier.init(raw_ready.index(i), count=1)
     else:
         raw_ready = q_ready  # unused (a placeholder of the parameter)
-    mbarrier.init(q_ready, count=1)
-    mbarrier.init(q_empty, count=NUM_CONSUMERS)  # released by every consumer warpgroup
+    if Q_BUFFERS == 1:
+        mbarrier.init(q_ready, count=1)
+        mbarrier.init(q_empty, count=NUM_CONSUMERS)  # released by every consumer warpgroup
+    else:
+        for i in gl.static_range(Q_BUFFERS):
+            mbarrier.init(q_ready.index(i), count=1)
+            mbarrier.init(q_empty.index(i), count=NUM_CONSUMERS)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
@@ -1236,13 +1285,13 @@ def fmha_fwd_gluon_kernel(
         # warp's 24, over 16 warps (Triton pads the partitions to whole warpgroups; 65536 registers in all).
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
-                         TRANSPOSE_V, RAW_STAGES)),
+                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS)),
         ], [4, 4, _producer_warps(TRANSPOSE_V)], [160, 160, 24])
     else:
         # 24 registers for the producer with or without TRANSPOSE_V: the pool is 168 a thread over the 12 warps
@@ -1250,9 +1299,9 @@ def fmha_fwd_gluon_kernel(
         # in 24 (no spill at D=64 or 128 with 128-key tiles; 4 spill instructions at 128x256x128).
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
-                         TRANSPOSE_V, RAW_STAGES)),
+                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS)),
         ], [4, _producer_warps(TRANSPOSE_V)], [240, 24])
