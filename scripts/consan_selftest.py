@@ -37,7 +37,9 @@ KP, TV = "KEY_PERMUTED=1", "KEY_PERMUTED=1,TRANSPOSE_V=1"
 # (codegen/operations/fmha_fwd.py: gluon_raw_stages) with the vkperm run they must match bit for bit.
 INTACT = [("vkperm", KP, 128, 0), ("vkperm_causal", KP, 128, 1), ("vnat_causal", TV + ",RAW_STAGES=2", 128, 1),
           ("vnat_wide", TV + ",RAW_STAGES=1,BLOCK_N=256", 128, 0),
-          ("vnat_d64_causal", TV + ",RAW_STAGES=2,NUM_STAGES=3", 64, 1)]
+          ("vnat_d64_causal", TV + ",RAW_STAGES=2,NUM_STAGES=3", 64, 1),
+          # the double-buffered Q (a sweep switch, Q_BUFFERS: two q_ready / q_empty pairs taken in turn)
+          ("vkperm_qb2_causal", KP + ",Q_BUFFERS=2", 128, 1)]
 SAME_BITS = ("vkperm_causal", "vnat_causal")
 # What a ConSan check prints when it fires (device asserts; messages of Triton 3.6's instrumentation).
 CONSAN_REPORTS = ("Buffer being accessed has outstanding", "Accessing buffer with pending access",
