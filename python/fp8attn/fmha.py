@@ -183,14 +183,21 @@ def select_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_
             raise ValueError(f"{name}: expected a 3-D [total, heads, head_dim] tensor")
     if out is None:
         out = _allocate_output(q)
+    if not isinstance(out, torch.Tensor) or out.dim() != 3:
+        raise ValueError("out: expected a 3-D [total_q, heads_q, head_dim] tensor")
     lse = None
     if return_lse:
         lse = _allocate((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), torch.float32, q.device)
-    return _ext.select_kernel_varlen(
-        q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
-        0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
-        False, False, *_window(window), float(softcap or 0.0), cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
-        int(max_seqlen_k))
+    args = (q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
+            0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
+            False, False, *_window(window), float(softcap or 0.0), cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
+            int(max_seqlen_k))
+    # The tuning table is per GPU model: select in q's device's context, as fmha_fwd_varlen runs.
+    _, current = _stream_and_device(q)
+    if current:
+        return _ext.select_kernel_varlen(*args)
+    with torch.cuda.device(q.device):
+        return _ext.select_kernel_varlen(*args)
 
 
 def select_kernel(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,

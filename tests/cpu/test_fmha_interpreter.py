@@ -292,15 +292,16 @@ class Varlen(unittest.TestCase):
     def test_varlen_transpose_layout(self):
         """transpose_v_kernel with varlen: each sequence's V^T columns from roundup(cu_k[b], align) + align b, zeros
         up to its length rounded to the alignment, the gaps past that untouched; the Triton kernel's alignment (16)
-        in key order, the Gluon kernel's (128: no key tile reaches the next sequence) in key order and
-        key-permuted (positions 16h + 4t + 2j + e of each 32-key block hold key 16h + 8j + 2t + e of the sequence);
-        and the dense mode as before (zero padding to seqlen_pad)."""
+        in key order, the Gluon kernel's (128: no key tile reaches the next sequence; 256 for its 256-key tiles) in
+        key order and key-permuted (positions 16h + 4t + 2j + e of each 32-key block hold key 16h + 8j + 2t + e of the
+        sequence); and the dense mode as before (zero padding to seqlen_pad)."""
         rng = np.random.default_rng(4)
-        lens, hkv, d = [5, 130, 0, 33], 2, 64
+        lens, hkv, d = [5, 130, 0, 33, 257], 2, 64
         cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
         total, batch = int(cu[-1]), len(lens)
         v8 = rng.integers(0, 0x7E, (total, hkv, d), dtype=np.uint8)
-        for align, permuted in ((VT_ALIGN_TRITON, False), (VT_ALIGN_GLUON, False), (VT_ALIGN_GLUON, True)):
+        for align, permuted in ((VT_ALIGN_TRITON, False), (VT_ALIGN_GLUON, False), (VT_ALIGN_GLUON, True), (256, False),
+                                (256, True)):
             total_pad = varlen_vt_row(total, batch, align)
             vt = np.full((hkv, d, total_pad), 0x7F, np.uint8)
             launch(transpose_v_kernel, varlen_transpose_programs(max(lens), batch, hkv, align),
