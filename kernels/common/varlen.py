@@ -9,8 +9,9 @@ import triton.language as tl
 # each sequence with descriptors of its own and needs only 16-byte TMA bases: VT_ALIGN_TRITON. The Gluon kernel
 # reads the V^T through one descriptor, so a key tile (starting on a multiple of its size) must never reach the next
 # sequence's columns, and the key-permuted order's 32-key blocks must start on a sequence's first key:
-# VT_ALIGN_GLUON, or the key tile where it is wider (256: fmha_fwd_gluon._vt_align, fmha::detail::varlen_vt_align). fmha::detail::kVarlenVtAlignTriton / kVarlenVtAlignGluon (src/fmha/fmha_internal.h)
-# hold the same values (tests/cpu/test_codegen.py).
+# VT_ALIGN_GLUON, or the key tile where it is wider (256: fmha_fwd_gluon._vt_align, fmha::detail::varlen_vt_align).
+# fmha::detail::kVarlenVtAlignTriton / kVarlenVtAlignGluon (src/fmha/fmha_internal.h) hold the same values
+# (tests/cpu/test_codegen.py).
 VT_ALIGN_TRITON = 16
 VT_ALIGN_GLUON = 128
 

@@ -58,17 +58,16 @@ wgmma. Triton splits O's box into two [1, 64, 1, 64] stores (128 bf16 columns ex
 span): encode each CUtensorMap with the box that tensordesc_meta records, not the block above.
 
 Varlen (the VARLEN instances, up to head_dim 128, packed sequences only; cu_seqlens as the Triton kernel's; the
-host passes the V^T alignment, 128, as `varlen`): the descriptors cover the packed q, k, o as [1, total, heads,
-head_dim] and the V^T row as [1, heads_kv, head_dim, row] (each sequence's columns aligned to 128, or 256 with
-256-key tiles), and every partition offsets sequence b's blocks by its
-offsets (_sequence). The grid walks the blocks of the longest sequence for each sequence and skips those past a
-sequence's end. A Q block or K tile that runs past its sequence reads the next sequence's rows: Q rows that are
-never stored, K columns the softmax masks (a select, so their NaNs vanish). V tiles never leave the sequence: FP8's
-V^T pads each sequence's columns with zeros to the alignment (the transpose); BF16 reads a key tile inside its sequence
-through the host descriptor of the packed V, and one that reaches past the sequence's end through a descriptor of
-the sequence's own rows made on the device (_sequence_v; TMA zero-fills past its end); so does e4m3 with
-TRANSPOSE_V, which reads V as given too. O rows of a sequence's last
-block go out through masked register stores (O, stride_os, stride_oh), not a TMA box, which would write the next
+host passes the V^T alignment, 128 or 256 with 256-key tiles, as `varlen`: _vt_align): the descriptors cover the
+packed q, k, o as [1, total, heads, head_dim] and the V^T row as [1, heads_kv, head_dim, row], and every partition
+offsets sequence b's blocks by its offsets (_sequence). The grid walks the blocks of the longest sequence for each
+sequence and skips those past a sequence's end. A Q block or K tile that runs past its sequence reads the next
+sequence's rows: Q rows that are never stored, K columns the softmax masks (a select, so their NaNs vanish). V
+tiles never leave the sequence: FP8's V^T pads each sequence's columns with zeros to the alignment (the transpose);
+BF16, and e4m3 with TRANSPOSE_V, read V as given: a key tile inside its sequence through the host descriptor of the
+packed V, one that reaches past the sequence's end through a descriptor of the sequence's own rows made on the
+device (_sequence_v; TMA zero-fills past its end). O rows of a sequence's last block go out through masked register
+stores (O, stride_os, stride_oh), not a TMA box, which would write the next
 sequence's rows. LSE stays [batch, heads_q, max_seqlen_q].
 
 Unlike Triton 3.6's tl.range(warp_specialize=True), the partitions here keep the row frame, so LSE is right.
@@ -102,10 +101,10 @@ The library compiles both: KEY_PERMUTED ("vkperm") for the V^T its kperm transpo
 order for a caller's sequence-contiguous V.
 
 TRANSPOSE_V (the "vnat" Gluon instances, picked by the tuning table for short rows; e4m3, dense or varlen,
-key-permuted, D <= 128): vt_desc is V as the caller gives it, [batch, seqlen_k, heads_kv, HEAD_DIM], block [1, BLOCK_N, 1,
-HEAD_DIM], and the producer (then a whole warpgroup, one warp per SM sub-partition) transposes each tile into
-the key-permuted V^T ring itself, as FlashAttention-3 does: TMA into one of RAW_STAGES raw slots, then, one tile
-later, 32-bit shared loads, byte permutes and stmatrix stores (_transpose_v_tile). This removes the separate
+key-permuted, D <= 128): vt_desc is V as the caller gives it, [batch, seqlen_k, heads_kv, HEAD_DIM], block
+[1, BLOCK_N, 1, HEAD_DIM], and the producer (then a whole warpgroup, one warp per SM sub-partition) transposes each
+tile into the key-permuted V^T ring itself, as FlashAttention-3 does: TMA into one of RAW_STAGES raw slots, then,
+one tile later, 32-bit shared loads, byte permutes and stmatrix stores (_transpose_v_tile). This removes the separate
 transpose kernel (0.074 ms a call across the suite: +6% geometric mean against cuDNN with V^T given), at the
 price of a raw slot of shared memory per stage and the producer's issue slots: the kernel runs 9-12% slower than
 on a given V^T (H200, 2026-12-02), so it wins end to end only where the transpose weighs most (short rows).
@@ -314,6 +313,20 @@ def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, loaded, it, v_desc
 
 
 @gluon.jit
+def _load_v_rows(vt_desc, v_seq, bc, k_row, start_n, sk, h_kv, bar, dst, SEQ_V: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Key tile start_n of V as given (BF16; e4m3 with TRANSPOSE_V, into a raw slot) into dst, completing on bar.
+    SEQ_V (varlen): a tile that reaches past the sequence's end through v_seq, the descriptor of the sequence's own
+    rows (_sequence_v), which TMA zero-fills past it; the others through the host descriptor of the packed V."""
+    if SEQ_V:
+        if start_n + BLOCK_N > sk:
+            tma.async_copy_global_to_shared(v_seq, [0, start_n, h_kv, 0], bar, dst)
+        else:
+            tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], bar, dst)
+    else:
+        tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], bar, dst)
+
+
+@gluon.jit
 def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
               NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr, VARLEN: gl.constexpr, TRANSPOSE_V: gl.constexpr,
               RAW_STAGES: gl.constexpr, Q_BUFFERS: gl.constexpr):
@@ -348,6 +361,7 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
     else:
         v_loaded = v_ready
         V_SLOTS: gl.constexpr = NUM_STAGES
+    v_seq = vt_desc  # SEQ_V: replaced below by the sequence's own descriptor; otherwise unused
     if SEQ_V:
         # A key tile inside its sequence reads V through the host descriptor (the packed V); only a
         # tile reaching past the sequence's end reads it through a descriptor of the sequence's own rows, which
@@ -409,16 +423,8 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
                                         NUM_STAGES, RAW_STAGES)
                 r = it % RAW_STAGES
                 mbarrier.expect(raw_ready.index(r), vt_desc.block_type.nbytes)
-                if SEQ_V:
-                    if start_n + BLOCK_N > sk:  # past the sequence's end: its own rows, zero-filled
-                        tma.async_copy_global_to_shared(v_seq, [0, start_n, h_kv, 0], raw_ready.index(r),
-                                                        v_raw.index(r))
-                    else:  # inside it: the packed V
-                        tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0],
-                                                        raw_ready.index(r), v_raw.index(r))
-                else:
-                    tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], raw_ready.index(r),
-                                                    v_raw.index(r))
+                _load_v_rows(vt_desc, v_seq, bc, k_row, start_n, sk, h_kv, raw_ready.index(r), v_raw.index(r), SEQ_V,
+                             BLOCK_N)
                 if RAW_STAGES > 1:
                     if pending != 0:
                         _transpose_step(it - 1, v_raw, raw_ready, v_bufs, v_ready, v_empty, BLOCK_N, HEAD_DIM,
@@ -427,16 +433,9 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
             else:
                 mbarrier.wait(v_empty.index(s), phase ^ 1)
                 mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
-                if SEQ_V:  # BF16 varlen (TRANSPOSE_V loads its raw slots above)
-                    if start_n + BLOCK_N > sk:  # past the sequence's end: its own rows, [1, sk, heads_kv, HEAD_DIM]
-                        tma.async_copy_global_to_shared(v_seq, [0, start_n, h_kv, 0], v_ready.index(s),
-                                                        v_bufs.index(s))
-                    else:  # inside it: the packed V, [1, total_k, heads_kv, HEAD_DIM]
-                        tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], v_ready.index(s),
-                                                        v_bufs.index(s))
-                elif V_NATURAL:  # BF16: V itself, [batch, seqlen_k, heads_kv, HEAD_DIM]
-                    tma.async_copy_global_to_shared(vt_desc, [bc, k_row + start_n, h_kv, 0], v_ready.index(s),
-                                                    v_bufs.index(s))
+                if V_NATURAL:  # BF16: V itself, [batch, seqlen_k, heads_kv, HEAD_DIM] (varlen: per sequence)
+                    _load_v_rows(vt_desc, v_seq, bc, k_row, start_n, sk, h_kv, v_ready.index(s), v_bufs.index(s),
+                                 SEQ_V, BLOCK_N)
                 else:
                     tma.async_copy_global_to_shared(vt_desc, [bc, h_kv, 0, v_col + start_n], v_ready.index(s),
                                                     v_bufs.index(s))

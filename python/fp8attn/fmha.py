@@ -135,6 +135,28 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     return (out, lse) if return_lse else out
 
 
+def _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, q_descale, k_descale, v_descale,
+                 softmax_scale, causal, return_lse, kernel_name, out, window, softcap):
+    """fmha_fwd_varlen's and select_kernel_varlen's checks and extension arguments: (out, lse, args), out and lse
+    allocated where not given."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 3:
+            raise ValueError(f"{name}: expected a 3-D [total, heads, head_dim] tensor, got "
+                             f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
+    if out is None:
+        out = _allocate_output(q)
+    if not isinstance(out, torch.Tensor) or out.dim() != 3:
+        raise ValueError("out: expected a 3-D [total_q, heads_q, head_dim] tensor")
+    lse = None
+    if return_lse:
+        lse = _allocate((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), torch.float32, q.device)
+    args = (q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
+            0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
+            False, False, *_window(window), float(softcap or 0.0), cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
+            int(max_seqlen_k))
+    return out, lse, args
+
+
 def fmha_fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, q_descale=None,
                     k_descale=None, v_descale=None, softmax_scale=None, causal=False, return_lse=False,
                     kernel_name=None, out=None, window=None, softcap=0.0):
@@ -149,22 +171,10 @@ def fmha_fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqle
     Returns O [total_q, H_q, D] (BF16), or (O, LSE) with return_lse, LSE float32 [batch, H_q, max_seqlen_q] (rows
     past a sequence's length untouched). The library picks a Gluon "_varlen" instance (FP8 and BF16, D = 64 and 128),
     else a Triton one."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 3:
-            raise ValueError(f"{name}: expected a 3-D [total, heads, head_dim] tensor, got "
-                             f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
-    if out is None:
-        out = _allocate_output(q)
-    if not isinstance(out, torch.Tensor) or out.dim() != 3:
-        raise ValueError("out: expected a 3-D [total_q, heads_q, head_dim] tensor")
-    lse = None
-    if return_lse:
-        lse = _allocate((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), torch.float32, q.device)
+    out, lse, args = _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, q_descale,
+                                  k_descale, v_descale, softmax_scale, causal, return_lse, kernel_name, out, window,
+                                  softcap)
     stream, current = _stream_and_device(q)
-    args = (q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
-            0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
-            False, False, *_window(window), float(softcap or 0.0), cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
-            int(max_seqlen_k))
     if current:
         _ext.fmha_fwd_varlen(*args, stream=stream, allocate=_workspace_alloc, release=_workspace_free)
     else:
@@ -178,20 +188,8 @@ def select_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_
                          kernel_name=None, out=None, window=None, softcap=0.0):
     """Name of the compiled instance fmha_fwd_varlen would run for these arguments (same signature, nothing
     runs)."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 3:
-            raise ValueError(f"{name}: expected a 3-D [total, heads, head_dim] tensor")
-    if out is None:
-        out = _allocate_output(q)
-    if not isinstance(out, torch.Tensor) or out.dim() != 3:
-        raise ValueError("out: expected a 3-D [total_q, heads_q, head_dim] tensor")
-    lse = None
-    if return_lse:
-        lse = _allocate((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), torch.float32, q.device)
-    args = (q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
-            0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
-            False, False, *_window(window), float(softcap or 0.0), cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
-            int(max_seqlen_k))
+    _, _, args = _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, q_descale, k_descale,
+                              v_descale, softmax_scale, causal, return_lse, kernel_name, out, window, softcap)
     # The tuning table is per GPU model: select in q's device's context, as fmha_fwd_varlen runs.
     _, current = _stream_and_device(q)
     if current:

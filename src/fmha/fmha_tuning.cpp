@@ -106,8 +106,9 @@ bool entry_is_varlen(TuningEntry const& e) { return e.kernel.find("_varlen") != 
 
 bool entry_matches(TuningEntry const& e, std::string_view gpu, FmhaProblem const& p, bool varlen) {
   // The whole name: "NVIDIA H20" is a prefix of "NVIDIA H200", and both are sm_90 parts this library runs on.
+  // (Every call walks the table: the integer fields first, the name searches only for a row that passes them.)
   return e.input_type == p.input_type && e.head_dim == p.head_dim && e.causal == p.causal &&
-         p.seqlen_k <= e.max_seqlen_k && entry_is_varlen(e) == varlen && gpu == e.gpu;
+         p.seqlen_k <= e.max_seqlen_k && gpu == e.gpu && entry_is_varlen(e) == varlen;
 }
 
 std::vector<TuningEntry> const& tuning_table() {
