@@ -90,6 +90,14 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
   if (!args.varlen() && gluon && k.varlen) {
     return fail([] { return std::string("no cu_seqlens but the instance runs packed sequences only (_varlen)"); });
   }
+  if (args.varlen() && needs_v_transpose(args, instance) &&
+      varlen_vt_row(args.total_k, p.batch, varlen_vt_align(instance)) > INT32_MAX) {
+    return fail([&] {
+      return "total_k=" + std::to_string(args.total_k) + " keys of batch=" + std::to_string(p.batch) +
+             " sequences: the varlen V^T row, " + std::to_string(varlen_vt_align(instance)) +
+             "-column aligned per sequence for this instance, passes 2^31 elements";
+    });
+  }
   if (args.varlen() && gluon && args.total_k == 0) {
     // Its K and V arrive as TMA descriptors over the packed tensors, which cannot describe an empty one.
     return fail([] { return std::string("total_k=0 (no packed keys): the gluon instance takes K through TMA"); });

@@ -114,8 +114,7 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
 /// descriptor, so no key tile may reach the next sequence's columns: 128, or the key tile where it is wider (256).
 inline constexpr int64_t kVarlenVtAlignTriton = 16;
 inline constexpr int64_t kVarlenVtAlignGluon = 128;
-/// The largest alignment any instance uses (a Gluon 256-key tile): what validation sizes the V^T row with.
-inline constexpr int64_t kVarlenVtAlignMax = 256;
+/// Validation sizes the V^T row with the smallest (kVarlenVtAlignTriton); instance_supports with each instance's.
 
 /// The V^T column alignment of `instance` for packed sequences (kernels/fmha_fwd/fmha_fwd_gluon.py _vt_align).
 int64_t varlen_vt_align(KernelInstance const& instance);

@@ -247,10 +247,12 @@ Status validate(Arguments const& args) {
       return invalid("seqlen_q=0 (the longest sequence's bound) with total_q=" + num(args.total_q) +
                      " packed rows: nothing would run and o would stay unwritten");
     }
-    // With the largest alignment, whichever instance runs the call.
-    if (varlen_vt_row(args.total_k, b, kVarlenVtAlignMax) > INT32_MAX) {
-      return invalid("total_k=" + num(args.total_k) + " keys of batch=" + num(b) +
-                     " sequences: the varlen V^T row (256-column aligned per sequence) passes 2^31 elements");
+    // With the smallest alignment (a Triton instance's): past it, no instance can hold the V^T row. A wider one
+    // (a Gluon instance's 128 or 256) is checked per instance (instance_supports), so a call that fits only the
+    // narrower alignment runs on an instance that has it.
+    if (varlen_vt_row(args.total_k, b, kVarlenVtAlignTriton) > INT32_MAX) {
+      return invalid("total_k=" + num(args.total_k) + " keys of batch=" + num(b) + " sequences: the varlen V^T row (" +
+                     num(kVarlenVtAlignTriton) + "-column aligned per sequence) passes 2^31 elements");
     }
     if (args.q_descale.stride_block != 0 || args.k_descale.stride_block != 0) {
       return invalid("per-block descales (stride_block) with varlen: blocks would straddle sequences");

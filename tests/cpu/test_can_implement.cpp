@@ -604,6 +604,25 @@ int main() {
       vt.v.stride_s = 1;
       expect_error(vt, StatusCode::kErrorInvalidProblem, "v.stride_d=5000", "vnat varlen with V^T", {&gluon_vnat_varlen});
     }
+    // A V^T row that fits the 128-column alignment but not the 256 one (2^23 + 1 sequences, most of them empty):
+    // the 256-key instance refuses it, naming the row; a 128-key varlen instance takes it (validation used to size
+    // the row with the widest alignment for every call, refusing this one whatever ran it).
+    Need const gluon_wide = instance(DataType::kE4M3, 128, true, "gluon 256-key varlen", [](FmhaDescription const& op) {
+      return gluon_varlen(op) && op.v_key_permuted && op.block_n == 256;
+    });
+    Need const gluon_narrow = instance(DataType::kE4M3, 128, true, "gluon 128-key vkperm varlen", [](FmhaDescription const& op) {
+      return gluon_varlen(op) && op.v_key_permuted && op.block_n == 128;
+    });
+    if (applicable("varlen V^T row checked with each instance's alignment", {&gluon_wide, &gluon_narrow})) {
+      auto many = a;
+      many.problem.batch = (1 << 23) + 1;
+      many.problem.seqlen_q = many.problem.seqlen_k = 128;
+      many.kernel_name = name_of(gluon_wide);
+      expect_error(many, StatusCode::kErrorNotSupported, "256-column aligned per sequence for this instance",
+                   "varlen V^T row on 256-aligned columns", {&gluon_wide});
+      many.kernel_name = name_of(gluon_narrow);
+      expect_ok(many, "varlen V^T row on 128-aligned columns", {&gluon_narrow});
+    }
     // A 256-key varlen instance aligns each sequence's V^T columns to its key tile: roundup256(5000) + 256 * 3 = 5888
     // keys per row (no tile of one sequence reaches the next one's).
     Need const gluon_wide_varlen = instance(DataType::kE4M3, 128, true, "gluon 256-key varlen", [](FmhaDescription const& op) {
