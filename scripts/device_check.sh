@@ -12,10 +12,11 @@
 #              no build
 #   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
-#   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min)
+#   decode     bench/bench_decode.py: paged FP8 decode vs BF16 SDPA (cuDNN, FlashAttention), TB/s (~2 min;
+#              DECODE_ARGS adds arguments, e.g. --instances)
 #   decodesweep bench/sweep_decode.py: the decode kernel's settings through the JIT on bench_decode's cases
 #              (DECODE_VARIANTS overrides the list; the default: the library's Gluon decode, two programs per SM
-#              as gluon_decode_grid picks for these cases, against PREFETCH_ITEM),
+#              as gluon_decode_grid picks for these cases, against PREFETCH_ITEM; DECODE_CASES the cases),
 #              under a minute; needs no build
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
@@ -89,7 +90,8 @@ if step decodesweep; then
   variants=${DECODE_VARIANTS:-"lib=$g prefetch=$g,PREFETCH_ITEM=1"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
-  timeout 300 python3 bench/sweep_decode.py "${args[@]}" --cases b32_s32k,b8_s128k,b128_s4k,b1_s128k,b32_s32k_page16 \
+  timeout 300 python3 bench/sweep_decode.py "${args[@]}" \
+    --cases "${DECODE_CASES:-b32_s32k,b8_s128k,b128_s4k,b1_s128k,b32_s32k_page16}" \
     --csv "$OUT/sweep_decode.csv" > "$OUT/sweep_decode.txt" 2>&1 || status=1
   cat "$OUT/sweep_decode.txt"
 fi
@@ -123,8 +125,10 @@ if step modes; then
   tail -40 "$OUT/modes.txt"
 fi
 if step decode; then
-  PYTHONPATH=build/python timeout 300 python3 bench/bench_decode.py --window --csv "$OUT/bench_decode.csv" \
-    > "$OUT/decode.txt" 2>&1 || status=1
+  # DECODE_ARGS: more arguments, e.g. "--instances" (every compiled decode instance by name beside the pick).
+  # shellcheck disable=SC2086
+  PYTHONPATH=build/python timeout 300 python3 bench/bench_decode.py --window ${DECODE_ARGS:-} \
+    --csv "$OUT/bench_decode.csv" > "$OUT/decode.txt" 2>&1 || status=1
   cat "$OUT/decode.txt"
 fi
 if step varlen; then
