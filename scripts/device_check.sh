@@ -20,8 +20,9 @@
 #              under a minute; needs no build
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
-#   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides),
-#              then bench/bench_int8_instances.py, every compiled INT8 instance by name (~4 min)
+#   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides,
+#              INT8_HEAD_DIMS=64,128 adds D=128), then bench/bench_int8_instances.py, every compiled INT8 instance by
+#              name (~4 min)
 #   stages     bench/mode_stage_times.py: every kernel of one fp8 / fp8_smooth_rotate / int8_qk call and its time, at
 #              D=64 S=8192 and D=128 S=2048 (~1 min)
 #   clocks     bench/clock_under_load.py: SM clock and board power while fp8attn FP8 / BF16 and SDPA BF16 run back to
@@ -155,10 +156,12 @@ if step int8; then
     w256=$K:KEY_PERMUTED=1,BLOCK_N=256,NUM_STAGES=2 w256s3=$K:KEY_PERMUTED=1,BLOCK_N=256,NUM_STAGES=3"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
-  timeout 300 python3 bench/sweep_gluon.py --int8 "${args[@]}" --head-dims 64 --csv "$OUT/int8_sweep.csv" \
+  # INT8_HEAD_DIMS (default 64) sets the sweep's head dims and the suite configs the instances run on.
+  int8_dims=${INT8_HEAD_DIMS:-64}
+  timeout 300 python3 bench/sweep_gluon.py --int8 "${args[@]}" --head-dims "$int8_dims" --csv "$OUT/int8_sweep.csv" \
     > "$OUT/int8_sweep.txt" 2>&1 || status=1
   tail -20 "$OUT/int8_sweep.txt"
-  PYTHONPATH=build/python timeout 200 python3 bench/bench_int8_instances.py --configs d64 \
+  PYTHONPATH=build/python timeout 200 python3 bench/bench_int8_instances.py --configs "d${int8_dims//,/,d}" \
     --csv "$OUT/int8_instances.csv" > "$OUT/int8_instances.txt" 2>&1 || status=1
   cat "$OUT/int8_instances.txt"
 fi
