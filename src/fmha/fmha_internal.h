@@ -112,9 +112,9 @@ Status plan_transpose(KernelInstance const& instance, TensorRef const& v, void* 
 /// up to it (kernels/common/varlen.py, the same values; the kernels' `varlen` argument carries it). The Triton
 /// kernel clips each sequence with descriptors of its own and needs 16-byte TMA bases; the Gluon kernel reads one
 /// descriptor, so no key tile may reach the next sequence's columns: 128, or the key tile where it is wider (256).
+/// Validation sizes the V^T row with the smallest (kVarlenVtAlignTriton); instance_supports with each instance's.
 inline constexpr int64_t kVarlenVtAlignTriton = 16;
 inline constexpr int64_t kVarlenVtAlignGluon = 128;
-/// Validation sizes the V^T row with the smallest (kVarlenVtAlignTriton); instance_supports with each instance's.
 
 /// The V^T column alignment of `instance` for packed sequences (kernels/fmha_fwd/fmha_fwd_gluon.py _vt_align).
 int64_t varlen_vt_align(KernelInstance const& instance);
