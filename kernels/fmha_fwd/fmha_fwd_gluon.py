@@ -314,7 +314,8 @@ def _put_tile_info(slot, b, h, h_kv, start_m, lo_off, hi_off, n_start, lo_masked
     """The producer: this block's values into its Q buffer's info slot, before the arrive that makes the Q buffer
     ready (whose release the consumers' wait acquires). The partition's barrier orders every thread's stores
     before the one-thread arrive. The slot is free: the consumers read it before they release the Q buffer,
-    whose release the producer waited for."""
+    whose release the producer waited for (Triton puts a barrier over the consumer warpgroup before its
+    one-thread arrive on q_empty, so every warp's loads of the slot precede the release; checked in the PTX)."""
     i = gl.arange(0, TILE_INFO, layout=_info_layout(WARPS))
     words = (b, h, h_kv, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end, bc, q_row, sq, sk,
              bad.to(gl.int32))
@@ -1332,7 +1333,7 @@ def fmha_fwd_gluon_kernel(
     elif Q_BUFFERS == 1:
         info = gl.allocate_shared_memory(gl.int32, [TILE_INFO], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     else:
-        info = gl.allocate_shared_memory(gl.int32, [Q_BUFFERS, TILE_INFO], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+        info = gl.allocate_shared_memory(gl.int32, [Q_BUFFERS, TILE_INFO], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
