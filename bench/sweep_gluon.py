@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 from common.numerics import DESCALE_BLOCK_TOKENS as DESCALE_BLOCK  # noqa: E402  (the descales' token blocks)
 from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
 from manifest import gluon_stages as stages_of  # noqa: E402  (and its ring depth, unless a variant sets one)
-from operations.fmha_fwd import gluon_pv_pipelined  # noqa: E402  (and its P.V schedule at D=256)
+from operations.fmha_fwd import gluon_pv_pipelined, gluon_tile_info_handoff  # noqa: E402  (the library's switches)
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
@@ -165,6 +165,8 @@ class Problem:
         library = {"NUM_STAGES": stages_of(p["head_dim"])}
         if "PV_PIPELINED" in kernel.arg_names:
             library["PV_PIPELINED"] = int(gluon_pv_pipelined(p["head_dim"], self.causal))
+        if "TILE_INFO_HANDOFF" in kernel.arg_names:
+            library["TILE_INFO_HANDOFF"] = int(gluon_tile_info_handoff(p["head_dim"], block_m, block_n))
         constexprs = {**library, **constexprs}
         if constexprs.get("TRANSPOSE_V"):  # the kernel transposes V itself (key-permuted)
             descs[2] = natural

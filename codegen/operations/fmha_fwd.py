@@ -231,6 +231,17 @@ def gluon_pv_pipelined(head_dim, causal):
     return head_dim == 256
 
 
+def gluon_tile_info_handoff(head_dim, block_m, block_n):
+    """Whether the Gluon kernel's producer hands each query block's place and key bounds to the consumers through
+    shared memory (TILE_INFO_HANDOFF) instead of every consumer warpgroup computing them again; bench/sweep_gluon.py
+    uses the same. ptxas, 2026-12-04: the consumers' per-tile code shrinks 300-700 instructions (spills fall at
+    D=128 causal, varlen and D=256), but the values arrive in registers of every thread where the computed ones
+    sat in uniform registers, and where the key loop was already short of registers it spills more: three
+    consumers (192-row blocks: 4 -> 12-19 spill instructions in the loop) and 256-key tiles at D=64 (0 -> 3-6).
+    Those keep the computed bounds."""
+    return block_m == 2 * GLUON_WG_M and not (head_dim == 64 and block_n == 256)
+
+
 # Shared memory a CTA may use on sm_90 (227 KB).
 SM90_SHARED_BYTES = 232448
 
@@ -325,7 +336,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                   "TRANSPOSE_V": transpose_v, "RAW_STAGES": gluon_raw_stages(c) if transpose_v else 2,
                   "NUM_CONSUMERS": c.block_m // GLUON_WG_M, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride,
                   # One Q buffer: the double-buffered Q (2) is a sweep variant (bench/sweep_gluon.py), not measured.
-                  "Q_BUFFERS": 1}
+                  "Q_BUFFERS": 1,
+                  "TILE_INFO_HANDOFF": gluon_tile_info_handoff(c.head_dim, c.block_m, c.block_n)}
     return params, types, constexprs, c.warps, c.stages
 
 

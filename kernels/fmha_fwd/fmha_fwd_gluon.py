@@ -75,12 +75,18 @@ Unlike Triton 3.6's tl.range(warp_specialize=True), the partitions here keep the
 Persistent: at most one program per SM (the consumers' registers leave room for one CTA) walks the query
 blocks program_id, program_id + num_programs, ...; the producer loads the next block's Q as soon as both
 consumers have issued their last S of the current one, and the K/V ring runs on across blocks, so a block's
-loads overlap the previous block's last P.V and output store. Q_BUFFERS = 2 (a switch for bench/sweep_gluon.py,
-off in the library's instances, not measured yet): two Q buffers, block c in buffer c % 2 with its own q_ready and
-q_empty, so that the next block's Q loads while the consumers still run the current one (the producer waits for
-the block before that one to be released): at S=512-2048 a block has 2-8 key tiles, and the Q load behind the
-slower consumer's last S of a block may sit on the path to the next block's first MMA. Q's shared memory doubles
-(+16 KB at 128 x 128 e4m3, +24 KB for 192-row blocks); head_dim 256 has no room for it.
+loads overlap the previous block's last P.V and output store. TILE_INFO_HANDOFF (per instance,
+codegen/operations/fmha_fwd.py gluon_tile_info_handoff): only the producer computes a block's place in the
+schedule and its key bounds (the schedule's divisions, the key range, varlen's offsets and checks) and hands
+them to the consumers with the block's Q (_put_tile_info: 32 words of shared memory per Q buffer, written before
+the arrive that makes the buffer ready; each consumer reads them after its q_ready wait with one shared load and
+a warp reduction a word); otherwise each consumer warpgroup computes them too, a tile ahead.
+Q_BUFFERS = 2 (a switch for bench/sweep_gluon.py, off in the library's instances, not adopted): two Q buffers, block
+c in buffer c % 2 with its own q_ready and q_empty, so that the next block's Q loads while the consumers still run
+the current one (the producer waits for the block before that one to be released): at S=512-2048 a block has 2-8 key
+tiles, and the Q load behind the slower consumer's last S of a block may sit on the path to the next block's first
+MMA. Q's shared memory doubles (+16 KB at 128 x 128 e4m3, +24 KB for 192-row blocks); head_dim 256 has no room for
+it.
 
 BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation), and the two consumer warpgroups
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
@@ -212,10 +218,9 @@ def _tile_ahead(tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size,
                 cu_seqlens_k, CAUSAL: gl.constexpr, VARLEN: gl.constexpr):
     """What _tile needs of work item `tile` that costs time: its place in the schedule (b, h, h_kv, pid_m:
     _tile_order's and the head split's divisions) and, varlen, its sequence's offsets (common/varlen.py:
-    varlen_offsets for q and k, loaded). Computed a tile ahead, while the tile before runs (the consumers: under
-    its first S MMA), so that a tile's start waits for neither (at S=1024 causal a tile is ~10 us and the
-    dependent load ~1 us; ncu, H200: the varlen kernel issued 7% more instructions than the dense one there, most
-    of them the schedule's, computed twice per tile). A tile past the last gives the last tile's.
+    varlen_offsets for q and k, loaded). Computed by the producer a tile ahead, while it waits for the tile before
+    to release its Q buffer (at S=1024 causal a tile is ~10 us and the dependent load ~1 us); the consumers get the
+    result with the Q (_put_tile_info). A tile past the last gives the last tile's.
     Returns (b, h, h_kv, pid_m, q_prev, q_start, q_end, k_prev, k_start, k_end); dense: zero offsets, no load."""
     bh, pid_m = _tile_order(gl.minimum(tile, num_tiles - 1), num_m_blocks, batch_heads, section, CAUSAL)
     b = bh // heads_q
@@ -290,6 +295,67 @@ def _q_box(q_smem, count, c: gl.constexpr, Q_BUFFERS: gl.constexpr, BOXES: gl.co
     return box
 
 
+# A query block's place and key bounds, handed from the producer to the consumers with its Q (_put_tile_info,
+# _get_tile_info): the producer computes them anyway, and each consumer warpgroup computing them again (the
+# schedule's divisions, the key range, varlen's checks and offsets) was most of its per-tile scalar work.
+TILE_INFO = gl.constexpr(32)  # int32 slots, one per lane: b, h, h_kv, start_m, lo_off, hi_off, n_start,
+# lo_masked_end, full_end, n_end, bc, q_row, sq, sk, bad (0 / 1); the rest unused
+
+
+@gluon.constexpr_function
+def _info_layout(WARPS):
+    """The [TILE_INFO] int32 slot over a partition of WARPS warps: word i on lane i, the same in every warp."""
+    return gl.BlockedLayout([1], [32], [WARPS], [0])
+
+
+@gluon.jit
+def _put_tile_info(slot, b, h, h_kv, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end, bc, q_row,
+                   sq, sk, bad, WARPS: gl.constexpr):
+    """The producer: this block's values into its Q buffer's info slot, before the arrive that makes the Q buffer
+    ready (whose release the consumers' wait acquires). The partition's barrier orders every thread's stores
+    before the one-thread arrive. The slot is free: the consumers read it before they release the Q buffer,
+    whose release the producer waited for (Triton puts a barrier over the consumer warpgroup before its
+    one-thread arrive on q_empty, so every warp's loads of the slot precede the release; checked in the PTX)."""
+    i = gl.arange(0, TILE_INFO, layout=_info_layout(WARPS))
+    words = (b, h, h_kv, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end, bc, q_row, sq, sk,
+             bad.to(gl.int32))
+    v = gl.zeros([TILE_INFO], gl.int32, _info_layout(WARPS))
+    for k in gl.static_range(len(words)):
+        v = gl.where(i == k, words[k], v)
+    slot.store(v)
+    gl.thread_barrier()
+
+
+@gluon.jit
+def _info(words, lane, k: gl.constexpr):
+    """Word k of a tile's info (words: the slot loaded, one word a lane) as a warp-uniform scalar: a maximum over
+    the warp, which Triton lowers to redux.sync; its result lands in a uniform register, where a plain shared
+    load's would take a register of every thread (the consumers' key loops run out of registers otherwise)."""
+    return gl.max(gl.where(lane == k, words, -2147483647 - 1), axis=0)
+
+
+@gluon.jit
+def _get_tile_info(slot):
+    """A consumer warpgroup: the values _put_tile_info wrote, after the Q buffer's q_ready wait (one shared load
+    a thread, one warp reduction a word)."""
+    lane = gl.arange(0, TILE_INFO, layout=_info_layout(4))
+    w = slot.load(_info_layout(4))
+    return (_info(w, lane, 0), _info(w, lane, 1), _info(w, lane, 2), _info(w, lane, 3), _info(w, lane, 4),
+            _info(w, lane, 5), _info(w, lane, 6), _info(w, lane, 7), _info(w, lane, 8), _info(w, lane, 9),
+            _info(w, lane, 10), _info(w, lane, 11), _info(w, lane, 12), _info(w, lane, 13),
+            _info(w, lane, 14) != 0)
+
+
+@gluon.jit
+def _info_slot(info, count, Q_BUFFERS: gl.constexpr):
+    """The info slot of the program's query block number `count`: its Q buffer's (_q_slot)."""
+    if Q_BUFFERS == 1:
+        slot = info
+    else:
+        slot = info.index(count % Q_BUFFERS)
+    return slot
+
+
 @gluon.jit
 def _sequence_v(V, stride_vs, stride_vh, k_row, sk, heads_kv, loaded, it, v_desc, HEAD_DIM: gl.constexpr,
                 BLOCK_N: gl.constexpr, SLOTS: gl.constexpr):
@@ -329,7 +395,7 @@ def _load_v_rows(vt_desc, v_seq, bc, k_row, start_n, sk, h_kv, bar, dst, SEQ_V: 
 @gluon.jit
 def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
               NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr, VARLEN: gl.constexpr, TRANSPOSE_V: gl.constexpr,
-              RAW_STAGES: gl.constexpr, Q_BUFFERS: gl.constexpr):
+              RAW_STAGES: gl.constexpr, Q_BUFFERS: gl.constexpr, TILE_INFO_HANDOFF: gl.constexpr):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
     one; with Q_BUFFERS = 2, with the one before it, whose buffer it takes), then its K and V^T tiles through the
     ring. `it` counts ring slots across tiles, so the next tile's K and V stream in while the consumers finish the
@@ -340,7 +406,7 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
     kernel's producer_args, unpacked here."""
     (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, batch,
      seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, cu_seqlens_q, cu_seqlens_k, varlen, total_q,
-     total_k, V, stride_vs, stride_vh, v_raw, raw_ready) = args
+     total_k, V, stride_vs, stride_vh, v_raw, raw_ready, info) = args
     num_m_blocks = gl.cdiv(seqlen_q, BLOCK_M)
     batch_heads = batch * heads_q
     it = 0
@@ -385,6 +451,9 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1
         # goes straight through (Q_BUFFERS = 2: the first wait on each buffer, blocks 0 and 1).
         mbarrier.wait(_q_slot(q_empty, count, Q_BUFFERS), ((count // Q_BUFFERS) & 1) ^ 1)
+        if TILE_INFO_HANDOFF:
+            _put_tile_info(_info_slot(info, count, Q_BUFFERS), b, h, h_kv, start_m, lo_off, hi_off, n_start,
+                           lo_masked_end, full_end, n_end, bc, q_row, sq, sk, bad, _producer_warps(TRANSPOSE_V))
         q_full = _q_slot(q_ready, count, Q_BUFFERS)
         if BLOCK_M == 2 * WG_M:
             mbarrier.expect(q_full, q_desc.block_type.nbytes)
@@ -931,7 +1000,8 @@ def _s_ahead_budget(BLOCK_M):
 def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
-              PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr):
+              PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
+              TILE_INFO_HANDOFF: gl.constexpr):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -945,7 +1015,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
      q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b, k_descale_stride_h,
      v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq, q_descale_stride_blk, k_descale_stride_blk,
      softmax_scale, batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse, window_left, window_right, O, stride_os,
-     stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k) = shared
+     stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k, info) = shared
     # FP8 at D=256: O in four column parts (PARTS, _pv_parts); BF16 keeps one [64, 256] accumulator (one-level
     # accumulation needs no fresh product beside it).
     PARTS: gl.constexpr = HEAD_DIM > 128 and not V_NATURAL
@@ -989,15 +1059,23 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
     it = 0  # ring slots consumed, across tiles (the producer counts the same way)
     count = 0  # tiles done
     num_tiles = num_m_blocks * batch_heads
-    section = _causal_section(seqlen_k, batch_heads, HEAD_DIM)
-    ahead = _tile_ahead(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
-                        cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
+    if not TILE_INFO_HANDOFF:
+        section = _causal_section(seqlen_k, batch_heads, HEAD_DIM)
+        ahead = _tile_ahead(gl.program_id(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
+                            cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
-         bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
-            ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
-            BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
-        next_tile = tile + gl.num_programs(0)
+        if TILE_INFO_HANDOFF:
+            # The block's place and key bounds come with its Q (_put_tile_info): read once the Q buffer is ready.
+            mbarrier.wait(_q_slot(q_ready, count, Q_BUFFERS), (count // Q_BUFFERS) & 1)
+            (b, h, h_kv, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end, bc, q_row, sq, sk,
+             bad) = _get_tile_info(_info_slot(info, count, Q_BUFFERS))
+            bh = b * heads_q + h
+        else:
+            (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
+             bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
+                ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
+                BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+            next_tile = tile + gl.num_programs(0)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)
         qd_base = (q_descale + b64 * q_descale_stride_b + h_kv64 * q_descale_stride_h +
@@ -1027,7 +1105,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
         else:
             acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
 
-        mbarrier.wait(_q_slot(q_ready, count, Q_BUFFERS), (count // Q_BUFFERS) & 1)
+        if not TILE_INFO_HANDOFF:
+            mbarrier.wait(_q_slot(q_ready, count, Q_BUFFERS), (count // Q_BUFFERS) & 1)
         # This warpgroup's rows of the Q block, straight from shared memory as the A operand.
         if BLOCK_M == 2 * WG_M:
             q_tile = _q_slot(q_smem, count, Q_BUFFERS).reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
@@ -1038,10 +1117,11 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             s0 = it % NUM_STAGES
             mbarrier.wait(k_ready.index(s0), (it // NUM_STAGES) & 1)
             qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
-            # The next tile's place in the schedule (and varlen offsets, loaded) under this first S MMA, instead
-            # of on the path between this tile's O store and the next tile's first MMA.
-            ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
-                                cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
+            if not TILE_INFO_HANDOFF:
+                # The next tile's place in the schedule (and varlen offsets, loaded) under this first S MMA,
+                # instead of on the path between this tile's O store and the next tile's first MMA.
+                ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
+                                    cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
             for j in range(0, n_tiles - 1):
                 s = (it + j) % NUM_STAGES
                 nxt = (it + j + 1) % NUM_STAGES
@@ -1106,8 +1186,9 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
         else:
             mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
-            ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
-                                cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
+            if not TILE_INFO_HANDOFF:
+                ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
+                                    cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
         it += n_tiles
         count += 1
 
@@ -1169,7 +1250,7 @@ def fmha_fwd_gluon_kernel(
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
     PV_PIPELINED: gl.constexpr = False, VARLEN: gl.constexpr = False, TRANSPOSE_V: gl.constexpr = False,
     RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2, K_DESCALE_UNIT_STRIDE: gl.constexpr = False,
-    Q_BUFFERS: gl.constexpr = 1,
+    Q_BUFFERS: gl.constexpr = 1, TILE_INFO_HANDOFF: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -1245,6 +1326,14 @@ def fmha_fwd_gluon_kernel(
     else:
         q_ready = gl.allocate_shared_memory(gl.int64, [Q_BUFFERS, 1], mbarrier.MBarrierLayout())
         q_empty = gl.allocate_shared_memory(gl.int64, [Q_BUFFERS, 1], mbarrier.MBarrierLayout())
+    # TILE_INFO_HANDOFF: a block's place and key bounds, written by the producer with its Q (_put_tile_info), one
+    # slot per Q buffer.
+    if not TILE_INFO_HANDOFF:
+        info = q_ready  # unused (a placeholder of the parameter)
+    elif Q_BUFFERS == 1:
+        info = gl.allocate_shared_memory(gl.int32, [TILE_INFO], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    else:
+        info = gl.allocate_shared_memory(gl.int32, [Q_BUFFERS, TILE_INFO], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
@@ -1273,10 +1362,11 @@ def fmha_fwd_gluon_kernel(
               v_empty, q_descale, k_descale, v_descale, q_descale_stride_b, q_descale_stride_h, k_descale_stride_b,
               k_descale_stride_h, v_descale_stride_b, v_descale_stride_h, q_descale_stride_hq, q_descale_stride_blk,
               k_descale_stride_blk, softmax_scale, batch, seqlen_q, seqlen_k, heads_q, group_size, write_lse,
-              window_left, window_right, O, stride_os, stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k)
+              window_left, window_right, O, stride_os, stride_oh, cu_seqlens_q, cu_seqlens_k, varlen, total_q, total_k,
+              info)
     producer_args = (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, cu_seqlens_q,
-                     cu_seqlens_k, varlen, total_q, total_k, V, stride_vs, stride_vh, v_raw, raw_ready)
+                     cu_seqlens_k, varlen, total_q, total_k, V, stride_vs, stride_vh, v_raw, raw_ready, info)
     # (The constexprs and functions are written into each partition's tuple: kept in a tuple variable, Triton 3.6
     # made them tensors.)
     if NUM_CONSUMERS == 3:
@@ -1284,13 +1374,16 @@ def fmha_fwd_gluon_kernel(
         # warp's 24, over 16 warps (Triton pads the partitions to whole warpgroups; 65536 registers in all).
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
-                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS)),
+                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
         ], [4, 4, _producer_warps(TRANSPOSE_V)], [160, 160, 24])
     else:
         # 24 registers for the producer with or without TRANSPOSE_V: the pool is 168 a thread over the 12 warps
@@ -1298,9 +1391,11 @@ def fmha_fwd_gluon_kernel(
         # in 24 (no spill at D=64 or 128 with 128-key tiles; 4 spill instructions at 128x256x128).
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
-                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS)),
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
-                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS)),
+                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
         ], [4, _producer_warps(TRANSPOSE_V)], [240, 24])
