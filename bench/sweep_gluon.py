@@ -166,7 +166,7 @@ class Problem:
         if "PV_PIPELINED" in kernel.arg_names:
             library["PV_PIPELINED"] = int(gluon_pv_pipelined(p["head_dim"], self.causal))
         if "TILE_INFO_HANDOFF" in kernel.arg_names:
-            library["TILE_INFO_HANDOFF"] = int(gluon_tile_info_handoff(p["head_dim"], block_m, block_n))
+            library["TILE_INFO_HANDOFF"] = int(gluon_tile_info_handoff(p["head_dim"], block_m, block_n, self.causal))
         constexprs = {**library, **constexprs}
         if constexprs.get("TRANSPOSE_V"):  # the kernel transposes V itself (key-permuted)
             descs[2] = natural

@@ -231,14 +231,20 @@ def gluon_pv_pipelined(head_dim, causal):
     return head_dim == 256
 
 
-def gluon_tile_info_handoff(head_dim, block_m, block_n):
+def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
     """Whether the Gluon kernel's producer hands each query block's place and key bounds to the consumers through
     shared memory (TILE_INFO_HANDOFF) instead of every consumer warpgroup computing them again; bench/sweep_gluon.py
     uses the same. ptxas, 2026-12-04: the consumers' per-tile code shrinks 300-700 instructions (spills fall at
     D=128 causal, varlen and D=256), but the values arrive in registers of every thread where the computed ones
     sat in uniform registers, and where the key loop was already short of registers it spills more: three
     consumers (192-row blocks: 4 -> 12-19 spill instructions in the loop) and 256-key tiles at D=64 (0 -> 3-6).
-    Those keep the computed bounds."""
+    Those keep the computed bounds.
+    H200, 2026-12-04 (bench/sweep_gluon.py, hand-off on / off, D=128 and 256): causal +2.0-3.0% at S <= 2048 and
+    +2.9-3.0% at D=256, -0.9 / -1.8% at S = 8k / 16k; full attention -0.7 to -1.9% except D=128 S >= 8k (+0.3 /
+    +1.3%). On for causal and packed-sequence (varlen) instances, where a block's bounds take the most scalar code
+    (varlen 32 x 1024 causal: 0.917 -> 0.966 of the dense call); off for full attention."""
+    if not (causal or varlen):
+        return False
     return block_m == 2 * GLUON_WG_M and not (head_dim == 64 and block_n == 256)
 
 
@@ -337,7 +343,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                   "NUM_CONSUMERS": c.block_m // GLUON_WG_M, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride,
                   # One Q buffer: the double-buffered Q (2) is a sweep variant (bench/sweep_gluon.py), not measured.
                   "Q_BUFFERS": 1,
-                  "TILE_INFO_HANDOFF": gluon_tile_info_handoff(c.head_dim, c.block_m, c.block_n)}
+                  "TILE_INFO_HANDOFF": gluon_tile_info_handoff(c.head_dim, c.block_m, c.block_n, c.causal,
+                                                                        c.varlen)}
     return params, types, constexprs, c.warps, c.stages
 
 
