@@ -268,10 +268,10 @@ def quantize_apply_kernel(
         tl.store(Descale + pid, descale)
     else:
         descale = tl.load(Descale + bh // group)
-    # One reciprocal a block and a multiply an element (y / descale was div.full.f32: a multiply and its range
-    # scaling, three instructions an element); a descale below float32's normal range, whose reciprocal
+    # One reciprocal a block (correctly rounded) and a multiply an element (y / descale was div.full.f32: a
+    # multiply and its range scaling, three instructions an element); a descale below 2^-128, whose reciprocal
     # overflows, keeps the division.
-    inv = 1.0 / descale
+    inv = tl.math.div_rn(1.0, descale)
     if inv < float("inf"):
         z = y * inv
     else:
