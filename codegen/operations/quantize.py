@@ -88,7 +88,9 @@ APPLY_PARAMS = [
     Param("Rotation", "ptr", True),
     Param("seqlen", "i32"), Param("heads", "i32"), Param("num_blocks", "i32"), Param("seed", "i32"),
     Param("rotate", "i32"), Param("smooth", "i32"), Param("per_block", "i32"), Param("group", "i32"),
-    Param("seqlen_pad", "i32"), Param("vt", "i32"),
+    # seqlen_pad (V^T's row, padded_seqlen: a multiple of 32) divisible by 16: the transposed store of the V^T
+    # layouts is then 16 bytes a thread along the tokens instead of one byte (64 single-byte stores a thread).
+    Param("seqlen_pad", "i32", True), Param("vt", "i32"),
 ] + _X_STRIDES + [Param("stride_ob", "i64", True), Param("stride_oh", "i64", True), Param("stride_os", "i64", True)]
 
 ROTATION_PARAMS = [Param("Rotation", "ptr", True), Param("width", "i32"), Param("seed", "i32")]

@@ -435,6 +435,9 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
                        ap.smooth = a.smooth;
                        ap.per_block = a.granularity == Granularity::kPerBlock;
                        ap.group = static_cast<int32_t>(group);
+                       // The apply kernel is compiled with seqlen_pad divisible by 16 (its V^T stores are 16
+                       // bytes wide; codegen/operations/quantize.py).
+                       static_assert(fmha::kVtSeqAlign % 16 == 0, "quantize apply assumes 16 | seqlen_pad");
                        ap.seqlen_pad = static_cast<int32_t>(fmha::padded_seqlen(a.seqlen));
                        ap.vt = vt_layout(a);
                        ap.stride_xb = a.input.stride_b;

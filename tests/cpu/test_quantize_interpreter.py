@@ -278,6 +278,30 @@ class EdgeCases(unittest.TestCase):
         out8, _ = Quantizer(x, out_dtype="i8").run()
         self.assertEqual((out8[0, 3, 0, 5], out8[0, 4, 0, 6], out8[0, 5, 0, 7]), (127, -127, 0))
 
+    def test_descale_below_float32s_normal_range(self):
+        """A block whose descale, amax / QMAX, is below 2^-128: 1 / descale overflows float32, so the apply divides
+        (a multiply by the infinite reciprocal would saturate every value)."""
+        # Normal bf16 values (|x| >= 2^-126) whose amax / QMAX (e4m3 and int8) lies below 2^-128.
+        rng = np.random.default_rng(5)
+        magnitude = np.exp2(rng.uniform(-125.9, -122.0, (1, 64, 1, 64)))
+        values = (np.where(rng.random((1, 64, 1, 64)) < 0.5, -1.0, 1.0) * magnitude).astype(np.float32)
+        x, held = bf16_input(values)
+        for out_dtype, qmax in (("e4m3", E4M3_MAX), ("i8", INT8_QMAX)):
+            out, descale = Quantizer(x, out_dtype=out_dtype, granularity="block").run()
+            d = float(descale[0])
+            with np.errstate(over="ignore"):
+                self.assertTrue(np.isinf(np.float32(1.0) / np.float32(d)), f"the case: 1 / {d} overflows")
+            z = held.astype(np.float64) / d
+            if out_dtype == "i8":
+                want = np.clip(np.round(z), -127, 127)
+                keep = np.abs((z - np.floor(z)) - 0.5) > 1e-3
+            else:
+                want = decode_e4m3(encode_e4m3(z))
+                keep = np.ones_like(z, bool)
+            self.assertLessEqual(np.abs(out).max(), qmax)
+            close = np.abs(out - want) <= 1e-6 + 0.07 * np.abs(want)  # float32 division vs float64: one e4m3 step
+            self.assertEqual(int((~close & keep).sum()), 0, f"{out_dtype}: x / descale, not saturated")
+
     def test_zero_block_and_static_saturation(self):
         values = np.zeros((1, 128, 1, 64), np.float32)
         values[0, 64:] = 1000.0
