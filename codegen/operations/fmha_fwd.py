@@ -242,8 +242,10 @@ def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
     H200, 2026-12-04 (bench/sweep_gluon.py, hand-off on / off, D=128 and 256): causal +2.0-3.0% at S <= 2048 and
     +2.9-3.0% at D=256, -0.9 / -1.8% at S = 8k / 16k; full attention -0.7 to -1.9% except D=128 S >= 8k (+0.3 /
     +1.3%). On for causal and packed-sequence (varlen) instances, where a block's bounds take the most scalar code
-    (varlen 32 x 1024 causal: 0.917 -> 0.966 of the dense call); off for full attention."""
-    if not (causal or varlen):
+    (varlen 32 x 1024 causal: 0.917 -> 0.966 of the dense call); off for full attention. The suite (bench_vs_cudnn,
+    same day) showed the dense causal 256-key instance (128x256x128) 8-10% slower with it at S = 8k / 16k and
+    GQA, where the sweep's 128-key tiles lost 1-2%: off for dense 256-key tiles too."""
+    if not (causal or varlen) or (block_n == 256 and not varlen):
         return False
     return block_m == 2 * GLUON_WG_M and not (head_dim == 64 and block_n == 256)
 
