@@ -151,9 +151,10 @@ def compile_spec(c: PagedConfig):
                  "Q": "*bf16", "KDescale": "*fp32", "VDescale": "*fp32", "BlockTable": "*i32", "Seqlens": "*i32",
                  "O": "*bf16", "PartialO": "*fp32", "PartialML": "*fp32"}
         # PREFETCH_ITEM (the next work item's Q and length loaded an item ahead): off, no gain beyond the spread
-        # (bench/sweep_decode.py, gluon=1,PREFETCH_ITEM=1; docs/perf/NOTES.md).
+        # (bench/sweep_decode.py, gluon=1,PREFETCH_ITEM=1; docs/perf/NOTES.md). HEAD_PAIRS (two kv heads per work
+        # item): a sweep switch, not yet measured.
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n,
-                      "NUM_STAGES": c.stages, "PREFETCH_ITEM": False}
+                      "NUM_STAGES": c.stages, "PREFETCH_ITEM": False, "HEAD_PAIRS": False}
         return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; Triton's pipeliner has no part
     elif c.stage == "decode":
         if c.rows < 16:
