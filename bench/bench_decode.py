@@ -87,8 +87,13 @@ def run_case(case, args):
                 def call(name=name, splits=splits):
                     return decode(q, cache, table, seqlens, context, out=out, kernel_name=name, num_splits=splits,
                                   window_left=window)
-                call()
-                torch.cuda.synchronize()
+                try:
+                    call()
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001 - an instance that refuses the case (e.g. a head-pair one
+                    # where the case needs splits) is a cell, not the end of the run
+                    rec[f"{short(name)}@s{splits}"] = f"refused: {e}"[:70]
+                    continue
                 if not torch.allclose(out.float(), ref.float(), rtol=2e-2, atol=2e-2):
                     rec[f"{short(name)}@s{splits}"] = "MISMATCH"
                     continue

@@ -265,6 +265,11 @@ def _extra_instances():
     # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
     # (at D=128 ptxas spills 33 registers inside the loop).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
+    # The Gluon decode with two kv heads per work item (HEAD_PAIRS: GQA with one token and up to 4 query heads per
+    # kv head, one split): half the item boundaries and one softmax for both heads' 4 rows of the 8 the MMA computes.
+    # 3 stages of both heads' 64 keys (96 KB of ring, two CTAs per SM); compiled 2026-12-04, not yet measured: the
+    # library picks it only by name.
+    rows += [PagedConfig("decode", 64, 128, 8, 4, 3, block_n=64, family="gluon", head_pairs=True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

@@ -92,6 +92,9 @@ KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, s
     }
     if (c.stage != stage || c.head_dim != head_dim || (stage != PagedStage::kCombine && c.page != page)) continue;
     if (is_gluon(k) && !with_gluon) continue;
+    // Head-pair instances (two kv heads per work item) serve only the calls that name them (not yet measured
+    // against the one-head instance).
+    if (c.head_pairs) continue;
     if (stage == PagedStage::kAppend) return &k;
     if (stage == PagedStage::kCombine) {
       if (c.rows == rows) return &k;
@@ -173,12 +176,39 @@ Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
                       std::to_string(a.softcap) + ") and caches of fewer than 2^31 / (heads_kv * head_dim) pages "
                       "(cache.num_pages=" + num(a.cache.num_pages) + "): a Triton decode instance runs those");
   }
+  if (c.head_pairs) {
+    // Two kv heads per work item (kernels/paged/paged_decode_gluon.py HEAD_PAIRS): each head's rows in half of the
+    // instance's, one split (no partials), heads in pairs.
+    if (a.cache.heads_kv % 2 != 0) {
+      return Status(StatusCode::kErrorNotSupported, "kernel_name=" + a.kernel_name + " decodes kv heads in pairs: " +
+                                                        "cache.heads_kv=" + num(a.cache.heads_kv) + " is odd");
+    }
+    if (2 * rows_of(a) > c.rows) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "kernel_name=" + a.kernel_name + " takes at most " + num(c.rows / 2) + " query rows per kv head (" +
+                        "q_len=" + num(a.q_len) + " x heads_q / cache.heads_kv=" + num(a.heads_q / a.cache.heads_kv) +
+                        " = " + num(rows_of(a)) + ")");
+    }
+    if (device::PagedDecode::splits_of(a) != 1) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "kernel_name=" + a.kernel_name + " runs one split (num_splits=" + num(a.num_splits) + " plans " +
+                        num(device::PagedDecode::splits_of(a)) + "); pass num_splits=1 or another instance");
+    }
+  }
   out->combine = find(PagedStage::kCombine, 0, c.head_dim, c.rows, {});
   if (!out->combine) return Status(StatusCode::kErrorNotSupported, "no compiled combine for " + std::string(out->decode->name));
   return Status::success();
 }
 
 int64_t row_chunks(PagedDecodeArguments const& a, int rows) { return (rows_of(a) + rows - 1) / rows; }
+
+/// The decode's work items (the Triton kernel's programs): (sequence, kv head, chunk of rows, split), or with a
+/// head-pair instance (sequence, pair of kv heads), one chunk and one split (select checks).
+int64_t work_items(PagedDecodeArguments const& a, KernelInstance const& decode, int64_t splits) {
+  PagedKernelConfig const& c = config(decode);
+  int64_t const items = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, c.rows) * splits;
+  return c.head_pairs ? items / 2 : items;
+}
 
 /// The keys the splits must cover per sequence: all of max_seqlen, or with a window the keys some row can see
 /// plus the kernel's alignment of the window's start down to a whole iteration (block_n - 1 at most).
@@ -268,7 +298,7 @@ DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance c
   auto align = [](size_t x) { return (x + 255) / 256 * 256; };
   int const rows = config(decode).rows;
   int64_t const splits = device::PagedDecode::splits_of(a);
-  int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, rows) * splits;
+  int64_t const programs = work_items(a, decode, splits);
   DecodeWorkspace w;
   if (splits > 1) {
     w.ml_offset = align(static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float));
@@ -325,7 +355,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   int const splits = splits_of(a);
   int const block_n = config(*instances.decode).block_n;
   int64_t const pages = (planned_keys(a, block_n) + a.cache.page_size - 1) / a.cache.page_size;
-  int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * chunks * splits;
+  int64_t const programs = work_items(a, *instances.decode, splits);
   if (programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 decode programs");
   auto* const ws_bytes = static_cast<char*>(workspace);
   // Every split covers the same number of pages of the longest sequence; shorter sequences leave late splits empty.

@@ -13,6 +13,7 @@ struct PagedKernelConfig {
   int warps;
   int stages;
   int block_n;   ///< keys per decode iteration (0 for append and combine)
+  bool head_pairs;  ///< Gluon decode: two kv heads per work item (ROWS / 2 rows each; one split, one row chunk)
 };
 
 }  // namespace fp8attn::paged::detail
