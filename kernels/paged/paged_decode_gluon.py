@@ -471,7 +471,9 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     l_row = gl.sum(l_i, 0)
     l_row = gl.where(bad, float("nan"), l_row)
     offs_d = gl.arange(0, HEAD_DIM, layout=key_l)
-    if num_splits == 1:
+    # Head pairs always write O (one split is the host's contract; a pair item's rows have no place in the
+    # partials' layout, which the combine reads per kv head).
+    if HEAD_PAIRS or num_splits == 1:
         out = acc / gl.where(l_row == 0.0, 1.0, l_row)[None, :]
         o_ptr = (O + b.to(gl.int64) * stride_ob + tok[None, :].to(gl.int64) * stride_os +
                  head[None, :].to(gl.int64) * stride_oh + offs_d[:, None])
