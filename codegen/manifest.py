@@ -270,6 +270,10 @@ def _extra_instances():
     # 3 stages of both heads' 64 keys (96 KB of ring, two CTAs per SM); compiled 2026-12-04, not yet measured: the
     # library picks it only by name.
     rows += [PagedConfig("decode", 64, 128, 8, 4, 3, block_n=64, family="gluon", head_pairs=True)]
+    # MQA (32 query heads on one kv head): the Gluon decode with 32 rows at 128 registers (two CTAs per SM), against
+    # the Triton r32 instance the library picks (1.31 TB/s in bench_decode.py, cuDNN BF16 3.18-3.82). Not yet
+    # measured in the library: picked only by name.
+    rows += [PagedConfig("decode", 64, 128, 32, 4, 4, block_n=64, family="gluon")]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

@@ -113,6 +113,16 @@ KERNELS = {
 # room for three CTAs per SM, which is what hides each CTA's per-stage chain (H200: one CTA with 255 registers ran
 # 3.48-3.93 TB/s, three 3.82-4.25; docs/perf/NOTES.md).
 GLUON_DECODE_MAXNREG = 80
+# With 32 query rows and more (MQA: a kv head's 32 query heads) S^T, O^T and the row sums are four times wider than
+# at 8 rows and 80 registers spill; 128 fit them with two CTAs per SM (H200, sweep_decode.py, MQA (32, 32k): a
+# Gluon r32 at 128 registers 1.86 TB/s against the Triton r32 instance's 1.64 through the same JIT, 2026-12-01).
+GLUON_DECODE_MAXNREG_WIDE = 128
+
+
+def gluon_decode_maxnreg(rows):
+    """ptxas's register cap of a Gluon decode instance with `rows` query rows per program; the host's persistent grid
+    counts the CTAs that fit from it (cpp_config's max_registers, src/paged/decode_grid.h)."""
+    return GLUON_DECODE_MAXNREG if rows <= 16 else GLUON_DECODE_MAXNREG_WIDE
 
 
 def gluon_vt_box(page, block_n, head_dim):
@@ -176,7 +186,7 @@ def compile_spec(c: PagedConfig):
 
 
 def compile_options(c: PagedConfig):
-    return {"maxnreg": GLUON_DECODE_MAXNREG} if c.family == "gluon" else {}
+    return {"maxnreg": gluon_decode_maxnreg(c.rows)} if c.family == "gluon" else {}
 
 
 def check_sass(c, mma_counts, sass="", ttgir=""):
@@ -200,4 +210,4 @@ _CPP_STAGE = {"append": "kAppend", "decode": "kDecode", "combine": "kCombine"}
 def cpp_config(c: PagedConfig):
     return ("paged::detail::PagedKernelConfig",
             f"{{paged::detail::PagedStage::{_CPP_STAGE[c.stage]}, {c.page}, {c.head_dim}, {c.rows}, {c.warps}, "
-            f"{c.stages}, {c.block_n}, {'true' if c.head_pairs else 'false'}}}")
+            f"{c.stages}, {c.block_n}, {'true' if c.head_pairs else 'false'}, {compile_options(c).get('maxnreg', 0)}}}")

@@ -401,7 +401,9 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     p.num_items = static_cast<int32_t>(programs);
     int sms = 0;
     if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
-    launch_programs = detail::gluon_decode_grid(programs, instances.decode->shared_bytes, sms);
+    launch_programs = detail::gluon_decode_grid(programs, instances.decode->shared_bytes,
+                                                int64_t{32} * instances.decode->launch_warps,
+                                                config(*instances.decode).max_registers, sms);
     p.pack(plan->decode_params);
   } else {
     generated::PagedDecodeTritonParams p;
