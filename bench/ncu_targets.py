@@ -9,11 +9,17 @@ say what bounds a kernel (tensor / exponential / issue / memory), which a timing
     varlen_dense / varlen_packed
               bench_varlen.py's e4m3 32 x 1024 causal point (D=128, H=32), the dense call and the packed one: each
               call launches the V transpose and the attention kernel (the pair where varlen trails dense most)
+    apply_fp8 / apply_int8_qk
+              one fused accuracy-mode call (fp8attn.modes.attention_fused, BF16 q, k, v) at D=128 S=2048 B=16 H=32,
+              where int8_qk's quantize apply passes cost 545 us against fp8's 361 (mode_stage_times.py, 2026-12-04):
+              the apply kernel's three launches of one call (Q, K, V) side by side for the two modes
 
     ncu --clock-control none --kernel-name regex:"fmha_fwd|paged_decode" --launch-skip 3 --launch-count 1 \\
         python3 bench/ncu_targets.py prefill
     ncu --clock-control none --kernel-name regex:"fmha_fwd|transpose_v" --launch-skip 6 --launch-count 2 \\
         python3 bench/ncu_targets.py varlen_packed      (the 4th call's transpose and attention kernel)
+    ncu --clock-control none --kernel-name regex:"quantize_apply" --launch-skip 9 --launch-count 3 \\
+        python3 bench/ncu_targets.py apply_int8_qk      (the 4th call's three apply launches)
 
 --clock-control none: Nsight Compute would otherwise lock the clocks to base for the measurement; the GPU's
 settings are left as they are. Launches: 5 of the kernel (warm-up, then the profiled one).
@@ -78,6 +84,20 @@ def _varlen_point(packed):
     torch.cuda.synchronize()
 
 
+def _mode_call(mode):
+    import torch
+
+    import fp8attn
+    import fp8attn.modes
+
+    b, s, h, d = 16, 2048, 32, 128
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
+    for _ in range(LAUNCHES):
+        fp8attn.modes.attention_fused(q, k, v, mode=mode)
+    torch.cuda.synchronize()
+
+
 def varlen_dense():
     _varlen_point(False)
 
@@ -88,7 +108,8 @@ def varlen_packed():
 
 if __name__ == "__main__":
     targets = {"prefill": prefill, "prefill_full": lambda: prefill(causal=False), "decode": decode,
-               "decode_b128": lambda: decode("b128_s4k"), "varlen_dense": varlen_dense, "varlen_packed": varlen_packed}
+               "decode_b128": lambda: decode("b128_s4k"), "varlen_dense": varlen_dense, "varlen_packed": varlen_packed,
+               "apply_fp8": lambda: _mode_call("fp8"), "apply_int8_qk": lambda: _mode_call("int8_qk")}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:
         sys.exit(f"usage: ncu_targets.py {{{','.join(targets)}}}")
     targets[sys.argv[1]]()

@@ -34,7 +34,8 @@
 #              paged decode kernel (32 x 32k), bench/ncu_targets.py: speed of light, pipe utilization (tensor,
 #              exponential), issue slots, warp stall reasons, memory throughput; clocks left alone (~2 min).
 #              NCU_TARGETS overrides the list (ncu_targets.py's varlen_dense / varlen_packed profile a call's V
-#              transpose and attention kernel, decode_b128 the decode at batch 128, 4k)
+#              transpose and attention kernel, decode_b128 the decode at batch 128, 4k, apply_fp8 / apply_int8_qk one
+#              fused accuracy-mode call's three quantize apply launches at D=128 S=2048 B=16)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
 #              into build-consan and run through the GPU tests that force each instance by name, and beside
@@ -112,11 +113,13 @@ if step ncu; then
   for target in ${NCU_TARGETS:-prefill decode}; do
     kernels="fmha_fwd|paged_decode" skip=3 count=1
     [[ $target == varlen_* ]] && kernels="fmha_fwd|transpose_v" skip=6 count=2
+    # apply_*: one fused mode call's three quantize apply launches (Q, K, V), the 4th call's.
+    [[ $target == apply_* ]] && kernels="quantize_apply" skip=9 count=3
     PYTHONPATH=build/python timeout 300 "$NCU" --clock-control none --kernel-name regex:"$kernels" \
       --launch-skip $skip --launch-count $count --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section Occupancy \
       python3 bench/ncu_targets.py $target > "$OUT/ncu_$target.txt" 2>&1 || status=1
-    grep -E "kernel:|transpose_v|fmha_fwd|Duration|Throughput|Hit Rate|Issue Slots|Issued Warp|Stall|Pipe|Eligible" \
+    grep -E "kernel:|transpose_v|fmha_fwd|quantize_apply|Duration|Throughput|Hit Rate|Issue Slots|Issued Warp|Stall|Pipe|Eligible" \
       "$OUT/ncu_$target.txt" | head -60
   done
 fi
