@@ -270,9 +270,13 @@ int PagedDecode::splits_of(Arguments const& a) {
   KernelInstance const* const picked = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim,
                                             static_cast<int>(std::min<int64_t>(rows_of(a), INT32_MAX)), a.kernel_name,
                                             gluon_fits(a));
-  int const rows = picked && config(*picked).stage == PagedStage::kDecode ? config(*picked).rows : 16;
+  bool const is_decode = picked && config(*picked).stage == PagedStage::kDecode;
+  int const rows = is_decode ? config(*picked).rows : 16;
+  // A head-pair instance's programs each take two kv heads.
+  int const heads_per_program = is_decode && config(*picked).head_pairs ? 2 : 1;
   int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
-                                                    std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows));
+                                                    std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows) /
+                                                    heads_per_program);
   if (programs >= kSplitBelowPrograms) return 1;
   int64_t const wanted = kTargetPrograms / programs;
   return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));
