@@ -257,29 +257,42 @@ void fill_decode_params(PagedDecodeArguments const& a, void* partial_o, void* pa
 
 }  // namespace
 
-namespace device {
+namespace {
 
-int PagedDecode::splits_of(Arguments const& a) {
-  if (a.num_splits > 0) return a.num_splits;
+/// The automatic split count for a call that runs `decode` (null: none fits; its rows then count as chunks of 16).
+/// A launch of fewer programs than kSplitBelowPrograms is split into about kTargetPrograms. The programs before
+/// splitting are the instance's: one per row chunk of its rows (32 query rows are one program on a 32-row instance,
+/// MQA's case; counting chunks of 16 whatever the instance gave MQA half the splits that fill the GPU: 128
+/// programs for 264 slots, H200 1.31 TB/s against 1.64-1.70 in the sweep with 8 splits).
+int automatic_splits(PagedDecodeArguments const& a, KernelInstance const* decode) {
   int64_t const pages =
       (planned_keys(a, kMaxBlockN) + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
-  // The programs before splitting: one per row chunk of the instance this call runs (32 query rows are one
-  // program on a 32-row instance, MQA's case; counting chunks of 16 gave it half the splits that fill the GPU:
-  // 128 programs for 264 slots, H200 1.31 TB/s against 1.64-1.70 with the sweep's 8 splits), chunks of 16 rows
-  // when no instance fits.
-  KernelInstance const* const picked = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim,
-                                            static_cast<int>(std::min<int64_t>(rows_of(a), INT32_MAX)), a.kernel_name,
-                                            gluon_fits(a));
-  bool const is_decode = picked && config(*picked).stage == PagedStage::kDecode;
-  int const rows = is_decode ? config(*picked).rows : 16;
+  bool const is_decode = decode && config(*decode).stage == PagedStage::kDecode;
+  int const rows = is_decode ? config(*decode).rows : 16;
   // A head-pair instance's programs each take two kv heads.
-  int const heads_per_program = is_decode && config(*picked).head_pairs ? 2 : 1;
+  int const heads_per_program = is_decode && config(*decode).head_pairs ? 2 : 1;
   int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
                                                     std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows) /
                                                     heads_per_program);
   if (programs >= kSplitBelowPrograms) return 1;
   int64_t const wanted = kTargetPrograms / programs;
   return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));
+}
+
+/// The split count of a call whose decode instance is chosen (select): the caller's, or the automatic one.
+int splits_for(PagedDecodeArguments const& a, KernelInstance const& decode) {
+  return a.num_splits > 0 ? a.num_splits : automatic_splits(a, &decode);
+}
+
+}  // namespace
+
+namespace device {
+
+int PagedDecode::splits_of(Arguments const& a) {
+  if (a.num_splits > 0) return a.num_splits;
+  return automatic_splits(a, find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim,
+                                          static_cast<int>(std::min<int64_t>(rows_of(a), INT32_MAX)), a.kernel_name,
+                                          gluon_fits(a)));
 }
 
 struct PagedDecode::Plan {
@@ -309,7 +322,7 @@ struct DecodeWorkspace {
 DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance const& decode) {
   auto align = [](size_t x) { return (x + 255) / 256 * 256; };
   int const rows = config(decode).rows;
-  int64_t const splits = device::PagedDecode::splits_of(a);
+  int64_t const splits = splits_for(a, decode);
   int64_t const programs = work_items(a, decode, splits);
   DecodeWorkspace w;
   if (splits > 1) {
@@ -364,7 +377,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   if (Status s = fp8attn::detail::get_function(*driver, *instances.decode, &plan->decode); !s) return s;
   int const rows = config(*instances.decode).rows;
   int64_t const chunks = row_chunks(a, rows);
-  int const splits = splits_of(a);
+  int const splits = splits_for(a, *instances.decode);
   int const block_n = config(*instances.decode).block_n;
   int64_t const pages = (planned_keys(a, block_n) + a.cache.page_size - 1) / a.cache.page_size;
   int64_t const programs = work_items(a, *instances.decode, splits);
