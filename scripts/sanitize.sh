@@ -19,7 +19,8 @@
 #   SANITIZE_TOOLS="memcheck racecheck" bash scripts/sanitize.sh
 #   SANITIZE_SET=paged bash scripts/sanitize.sh           only the paged decode: every compiled instance forced by
 #       name (Triton and Gluon, pages of 16 and 64), one and four query tokens, lengths 17 and 1000 (a masked
-#       tail, several stages, split-KV with the combine), under every tool (about a minute in all)
+#       tail, several stages, split-KV with the combine), and a batch of 64 with one split (the head-pair
+#       instance's case), under every tool (a few minutes in all)
 #
 # Each tool's log (program output and reports): $OUT/sanitize_<tool>.log. One summary line per tool. Exit 1
 # when a tool reports an error, a program fails or times out under it, or a program is missing.
