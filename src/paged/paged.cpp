@@ -150,9 +150,14 @@ struct DecodeInstances {
   KernelInstance const* combine = nullptr;
 };
 
+/// The decode instance this call runs before any check of it (select): the one named, or the heuristic's pick.
+KernelInstance const* find_decode(PagedDecodeArguments const& a) {
+  return find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim,
+              static_cast<int>(std::min<int64_t>(rows_of(a), INT32_MAX)), a.kernel_name, gluon_fits(a));
+}
+
 Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
-  out->decode = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim, static_cast<int>(rows_of(a)),
-                     a.kernel_name, gluon_fits(a));
+  out->decode = find_decode(a);
   if (!out->decode) {
     if (!a.kernel_name.empty()) {
       return Status(StatusCode::kErrorKernelNotFound, "kernel_name=" + a.kernel_name + " is not a compiled paged instance");
@@ -256,9 +261,7 @@ namespace device {
 
 int PagedDecode::splits_of(Arguments const& a) {
   if (a.num_splits > 0) return a.num_splits;
-  return automatic_splits(a, find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim,
-                                          static_cast<int>(std::min<int64_t>(rows_of(a), INT32_MAX)), a.kernel_name,
-                                          gluon_fits(a)));
+  return automatic_splits(a, find_decode(a));
 }
 
 struct PagedDecode::Plan {
