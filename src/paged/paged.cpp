@@ -150,14 +150,9 @@ struct DecodeInstances {
   KernelInstance const* combine = nullptr;
 };
 
-/// The decode instance this call runs before any check of it (select): the one named, or the heuristic's pick.
-KernelInstance const* find_decode(PagedDecodeArguments const& a) {
-  return find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim,
-              static_cast<int>(std::min<int64_t>(rows_of(a), INT32_MAX)), a.kernel_name, gluon_fits(a));
-}
-
 Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
-  out->decode = find_decode(a);
+  out->decode = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim, static_cast<int>(rows_of(a)),
+                     a.kernel_name, gluon_fits(a));
   if (!out->decode) {
     if (!a.kernel_name.empty()) {
       return Status(StatusCode::kErrorKernelNotFound, "kernel_name=" + a.kernel_name + " is not a compiled paged instance");
@@ -232,36 +227,17 @@ void fill_decode_params(PagedDecodeArguments const& a, void* partial_o, void* pa
 
 }  // namespace
 
-namespace {
-
-/// The automatic split count for a call that runs `decode` (null: none fits; its rows then count as chunks of 16).
-/// A launch of fewer programs than kSplitBelowPrograms is split into about kTargetPrograms. The programs before
-/// splitting are the instance's: one per row chunk of its rows (32 query rows are one program on a 32-row instance,
-/// MQA's case; counting chunks of 16 whatever the instance gave MQA half the splits that fill the GPU: 128
-/// programs for 264 slots, H200 1.31 TB/s against 1.64-1.70 in the sweep with 8 splits).
-int automatic_splits(PagedDecodeArguments const& a, KernelInstance const* decode) {
-  int64_t const pages =
-      (planned_keys(a, kMaxBlockN) + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
-  int const rows = decode && config(*decode).stage == PagedStage::kDecode ? config(*decode).rows : 16;
-  int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
-                                                    std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows));
-  if (programs >= kSplitBelowPrograms) return 1;
-  int64_t const wanted = kTargetPrograms / programs;
-  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));
-}
-
-/// The split count of a call whose decode instance is chosen (select): the caller's, or the automatic one.
-int splits_for(PagedDecodeArguments const& a, KernelInstance const& decode) {
-  return a.num_splits > 0 ? a.num_splits : automatic_splits(a, &decode);
-}
-
-}  // namespace
-
 namespace device {
 
 int PagedDecode::splits_of(Arguments const& a) {
   if (a.num_splits > 0) return a.num_splits;
-  return automatic_splits(a, find_decode(a));
+  int64_t const pages =
+      (planned_keys(a, kMaxBlockN) + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
+  int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
+                                                    std::max<int64_t>(1, (rows_of(a) + 15) / 16));
+  if (programs >= kSplitBelowPrograms) return 1;
+  int64_t const wanted = kTargetPrograms / programs;
+  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));
 }
 
 struct PagedDecode::Plan {
@@ -291,7 +267,7 @@ struct DecodeWorkspace {
 DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance const& decode) {
   auto align = [](size_t x) { return (x + 255) / 256 * 256; };
   int const rows = config(decode).rows;
-  int64_t const splits = splits_for(a, decode);
+  int64_t const splits = device::PagedDecode::splits_of(a);
   int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, rows) * splits;
   DecodeWorkspace w;
   if (splits > 1) {
@@ -346,7 +322,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   if (Status s = fp8attn::detail::get_function(*driver, *instances.decode, &plan->decode); !s) return s;
   int const rows = config(*instances.decode).rows;
   int64_t const chunks = row_chunks(a, rows);
-  int const splits = splits_for(a, *instances.decode);
+  int const splits = splits_of(a);
   int const block_n = config(*instances.decode).block_n;
   int64_t const pages = (planned_keys(a, block_n) + a.cache.page_size - 1) / a.cache.page_size;
   int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * chunks * splits;

@@ -97,16 +97,6 @@ int main() {
     CHECK(PagedDecode::splits_of(a) == 5, "num_splits given is kept");
   }
   {
-    // MQA (32 query heads on one kv head, bench_decode's case): the 32 rows are one program of the 32-row instance,
-    // so 32 sequences are 32 programs before splitting: 8 splits fill 264 slots (counting the rows in chunks of 16,
-    // as this function once did, gave 4 and left half the slots idle).
-    auto a = decode();
-    a.cache.heads_kv = 1;
-    CHECK(PagedDecode::can_implement(a).ok(), "MQA: " + PagedDecode::can_implement(a).to_string());
-    CHECK(PagedDecode::splits_of(a) == 8, "MQA, 32 sequences at 32k: 32 programs -> 8 splits, got " +
-                                              std::to_string(PagedDecode::splits_of(a)));
-  }
-  {
     auto a = decode(4, 8);  // 8 speculative tokens x group 4 = 32 rows: the 64-row instance
     std::string name;
     CHECK(PagedDecode::can_implement(a).ok(), "8 tokens: " + PagedDecode::can_implement(a).to_string());
