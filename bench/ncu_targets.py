@@ -87,7 +87,6 @@ def _varlen_point(packed):
 def _mode_call(mode):
     import torch
 
-    import fp8attn
     import fp8attn.modes
 
     b, s, h, d = 16, 2048, 32, 128

@@ -218,9 +218,11 @@ def _tile_ahead(tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size,
                 cu_seqlens_k, CAUSAL: gl.constexpr, VARLEN: gl.constexpr):
     """What _tile needs of work item `tile` that costs time: its place in the schedule (b, h, h_kv, pid_m:
     _tile_order's and the head split's divisions) and, varlen, its sequence's offsets (common/varlen.py:
-    varlen_offsets for q and k, loaded). Computed by the producer a tile ahead, while it waits for the tile before
-    to release its Q buffer (at S=1024 causal a tile is ~10 us and the dependent load ~1 us); the consumers get the
-    result with the Q (_put_tile_info). A tile past the last gives the last tile's.
+    varlen_offsets for q and k, loaded). Computed a tile ahead, so that a tile's start waits for neither (at S=1024
+    causal a tile is ~10 us and the dependent load ~1 us): by the producer while it waits for the tile before to
+    release its Q buffer, and, without TILE_INFO_HANDOFF, by each consumer under the tile before's first S MMA
+    (with it the consumers get the producer's result with the Q: _put_tile_info). A tile past the last gives the
+    last tile's.
     Returns (b, h, h_kv, pid_m, q_prev, q_start, q_end, k_prev, k_start, k_end); dense: zero offsets, no load."""
     bh, pid_m = _tile_order(gl.minimum(tile, num_tiles - 1), num_m_blocks, batch_heads, section, CAUSAL)
     b = bh // heads_q
@@ -274,8 +276,9 @@ def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_ri
 
 @gluon.jit
 def _q_slot(q_bufs, count, Q_BUFFERS: gl.constexpr):
-    """The Q buffer of the program's query block number `count`, or its q_ready or q_empty mbarrier: the one
-    there is (Q_BUFFERS = 1), else buffer count % Q_BUFFERS, whose waits take phase (count // Q_BUFFERS) & 1."""
+    """The Q buffer of the program's query block number `count`, or its q_ready or q_empty mbarrier or its tile
+    info slot (TILE_INFO_HANDOFF): the one there is (Q_BUFFERS = 1), else buffer count % Q_BUFFERS, whose waits
+    take phase (count // Q_BUFFERS) & 1."""
     if Q_BUFFERS == 1:
         slot = q_bufs
     else:
@@ -344,16 +347,6 @@ def _get_tile_info(slot):
             _info(w, lane, 5), _info(w, lane, 6), _info(w, lane, 7), _info(w, lane, 8), _info(w, lane, 9),
             _info(w, lane, 10), _info(w, lane, 11), _info(w, lane, 12), _info(w, lane, 13),
             _info(w, lane, 14) != 0)
-
-
-@gluon.jit
-def _info_slot(info, count, Q_BUFFERS: gl.constexpr):
-    """The info slot of the program's query block number `count`: its Q buffer's (_q_slot)."""
-    if Q_BUFFERS == 1:
-        slot = info
-    else:
-        slot = info.index(count % Q_BUFFERS)
-    return slot
 
 
 @gluon.jit
@@ -452,7 +445,7 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
         # goes straight through (Q_BUFFERS = 2: the first wait on each buffer, blocks 0 and 1).
         mbarrier.wait(_q_slot(q_empty, count, Q_BUFFERS), ((count // Q_BUFFERS) & 1) ^ 1)
         if TILE_INFO_HANDOFF:
-            _put_tile_info(_info_slot(info, count, Q_BUFFERS), b, h, h_kv, start_m, lo_off, hi_off, n_start,
+            _put_tile_info(_q_slot(info, count, Q_BUFFERS), b, h, h_kv, start_m, lo_off, hi_off, n_start,
                            lo_masked_end, full_end, n_end, bc, q_row, sq, sk, bad, _producer_warps(TRANSPOSE_V))
         q_full = _q_slot(q_ready, count, Q_BUFFERS)
         if BLOCK_M == 2 * WG_M:
@@ -1068,7 +1061,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             # The block's place and key bounds come with its Q (_put_tile_info): read once the Q buffer is ready.
             mbarrier.wait(_q_slot(q_ready, count, Q_BUFFERS), (count // Q_BUFFERS) & 1)
             (b, h, h_kv, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end, bc, q_row, sq, sk,
-             bad) = _get_tile_info(_info_slot(info, count, Q_BUFFERS))
+             bad) = _get_tile_info(_q_slot(info, count, Q_BUFFERS))
             bh = b * heads_q + h
         else:
             (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
