@@ -37,6 +37,12 @@ constexpr int64_t kSplitBelowPrograms = 132;
 constexpr int64_t kTargetPrograms = 264;
 /// A split reads at least this many pages (fewer makes the combine cost more than the split saves).
 constexpr int64_t kMinPagesPerSplit = 4;
+/// The head-pair decode (two kv heads per work item, one split) is the pick from this many pair items: about two
+/// per SM, where its 2-stage ring keeps as many bytes in flight per SM as the one-head instance's two CTAs of 4
+/// stages. H200 (2026-12-04, sweep_decode.py, TB/s, pairs / one head): 256 items (64, 8k) 4.36 / 4.25, 512 (128, 4k)
+/// 4.34 / 4.19, 1024 (256, 2k) 4.08 / 3.95; 128 items (32, 32k) 3.21 / 4.38.
+constexpr int64_t kPairMinItems = 256;
+static_assert(kPairMinItems >= kSplitBelowPrograms, "a pair pick must be a one-split call (automatic_splits)");
 /// New tokens per sequence: 1-8 is decode (speculative tokens); more is chunked prefill (a chunk of new queries
 /// over the cache, its own keys appended first), correct at any size here but each program of 64 query rows
 /// reads the sequence's pages again, so long chunks cost that many passes over the cache.
@@ -92,8 +98,7 @@ KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, s
     }
     if (c.stage != stage || c.head_dim != head_dim || (stage != PagedStage::kCombine && c.page != page)) continue;
     if (is_gluon(k) && !with_gluon) continue;
-    // Head-pair instances (two kv heads per work item) serve only the calls that name them (not yet measured
-    // against the one-head instance).
+    // Head-pair instances (two kv heads per work item): the calls that name them, or find_decode's choice.
     if (c.head_pairs) continue;
     if (stage == PagedStage::kAppend) return &k;
     if (stage == PagedStage::kCombine) {
@@ -153,8 +158,29 @@ struct DecodeInstances {
   KernelInstance const* combine = nullptr;
 };
 
+/// The head-pair decode instance for this call when the heuristic should take it, else null: kv heads in pairs
+/// (even heads_kv), each head's rows in half of the instance's, one split (automatic or given) and at least
+/// kPairMinItems pairs (fewer leave SMs with one CTA's ring in flight), the Gluon decode allowed.
+KernelInstance const* find_head_pairs(PagedDecodeArguments const& a) {
+  if (!a.kernel_name.empty() || !gluon_fits(a) || a.num_splits > 1 || a.cache.heads_kv % 2 != 0 ||
+      int64_t{a.batch} * a.cache.heads_kv / 2 < kPairMinItems) {
+    return nullptr;
+  }
+  for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
+    KernelInstance const& k = *fp8attn::detail::kKernelInstances[i];
+    if (k.kind != library::OperationKind::kPaged) continue;
+    PagedKernelConfig const& c = config(k);
+    if (c.head_pairs && c.stage == PagedStage::kDecode && c.page == a.cache.page_size &&
+        c.head_dim == a.cache.head_dim && 2 * rows_of(a) <= c.rows) {
+      return &k;
+    }
+  }
+  return nullptr;
+}
+
 /// The decode instance this call runs before any check of it (select): the one named, or the heuristic's pick.
 KernelInstance const* find_decode(PagedDecodeArguments const& a) {
+  if (KernelInstance const* pairs = find_head_pairs(a)) return pairs;
   return find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim,
               static_cast<int>(std::min<int64_t>(rows_of(a), INT32_MAX)), a.kernel_name, gluon_fits(a));
 }
@@ -296,6 +322,11 @@ namespace device {
 int PagedDecode::splits_of(Arguments const& a) {
   if (a.num_splits > 0) return a.num_splits;
   return automatic_splits(a, find_decode(a));
+}
+
+char const* PagedDecode::instance_of(Arguments const& a) {
+  KernelInstance const* decode = find_decode(a);
+  return decode ? decode->name : nullptr;
 }
 
 struct PagedDecode::Plan {

@@ -17,7 +17,7 @@ if fu.SKIP_REASON:
 import torch  # noqa: E402
 
 import fp8attn  # noqa: E402
-from fp8attn.paged import PagedKVCache, append, decode  # noqa: E402
+from fp8attn.paged import PagedKVCache, append, decode, decode_with_name  # noqa: E402
 
 NAN_E4M3 = 0x7F
 
@@ -188,7 +188,7 @@ def test_head_pair_decode(seed):
     against float64; an odd heads_kv, rows beyond half the instance's and splits are refused by name."""
     names = [n for n in decode_instances() if "_pairs" in n]
     if not names:
-        pytest.skip("no head-pair decode instance in this build (extra set: FP8ATTN_KERNELS=*)")
+        pytest.skip("no head-pair decode instance in this build")
     for name in names:
         page, d = (int(x) for x in re.search(r"_p(\d+)x(\d+)_", name).groups())
         gen = cpu_generator(seed)
@@ -208,6 +208,26 @@ def test_head_pair_decode(seed):
         with pytest.raises(Exception, match="is odd"):
             decode(torch.randn((1, 1, 6, d)).to(torch.bfloat16).cuda(), odd, odd_table, odd_seqlens, 50,
                    num_splits=1, kernel_name=name)
+
+
+def test_head_pair_pick(seed):
+    """The heuristic takes the head-pair decode from 256 pairs of kv heads (64 sequences x 8 kv heads, GQA 4:1, one
+    token) and not at 128 pairs; both against float64, over per-sequence lengths with NaN-poisoned free slots."""
+    if not any("_pairs" in n and "_p64x128_" in n for n in decode_instances()):
+        pytest.skip("no head-pair decode instance for pages of 64 at D=128 in this build")
+    gen = cpu_generator(seed)
+    lengths = [int(x) for x in torch.randint(1, 300, (64,), generator=gen)]
+    lengths[5] = 64  # a whole page, no free slot
+    cache, table, seqlens, kv = build(lengths, 8, 128, 64, True, gen)
+    for batch, want_pairs in ((64, True), (32, False)):
+        q = torch.randn((batch, 1, 32, 128), generator=gen).to(torch.bfloat16).cuda()
+        o, name = decode_with_name(q, cache, table[:batch], seqlens[:batch], max(lengths[:batch]))
+        torch.cuda.synchronize()
+        assert ("_pairs" in name) == want_pairs, f"batch {batch}: the heuristic ran {name}"
+        assert torch.isfinite(o).all(), f"{name}: a NaN free slot reached O"
+        ref = reference(q, kv[:batch], lengths[:batch], 1 / math.sqrt(128))
+        err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
+        assert err < 5e-3, f"batch {batch}, {name}: relative error {err:.2e}"
 
 
 def test_gluon_decode_refuses_softcap(seed):
