@@ -136,6 +136,16 @@ def short(name):
     return name.replace("fp8attn_sm90_paged_decode_e4m3_bf16_", "")
 
 
+def window_candidates(dtype):
+    import fp8attn
+
+    prefix = f"fp8attn_sm90_fmha_fwd_{dtype}_{dtype}_f32_bf16_"
+    return sorted(o["name"] for o in fp8attn.list_operations()
+                  if isinstance(o, dict) and o["name"].startswith(prefix) and "x128_" in o["name"]
+                  and "_causal" in o["name"] and o["name"].endswith("_gluon") and "varlen" not in o["name"]
+                  and "vnat" not in o["name"] and "softcap" not in o["name"])
+
+
 def run_window(args):
     """Issue 9's sliding-window row: prefill at S=32k, causal, full vs a 4k left window (4.3x less work)."""
     import torch
@@ -153,10 +163,21 @@ def run_window(args):
             kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
         full = bvc.time_cuda(lambda: fp8attn.fmha_fwd(q, k, v, causal=True, **kw), args)
         local = bvc.time_cuda(lambda: fp8attn.fmha_fwd(q, k, v, causal=True, window=(4095, -1), **kw), args)
-        rows.append({"case": f"window4k_s32k_{dtype}", "full_causal_ms": full, "window_ms": local,
-                     "speedup": full / local})
+        rec = {"case": f"window4k_s32k_{dtype}", "full_causal_ms": full, "window_ms": local, "speedup": full / local}
         print(f"{dtype}: full causal {full:.3f} ms, 4k window {local:.3f} ms: {full / local:.2f}x (target >= 3.8x)",
               flush=True)
+        if args.instances:
+            # The window call on every dense causal Gluon instance of this dtype at D=128, by name (ms).
+            for name in window_candidates(dtype):
+                tag = name.replace("fp8attn_sm90_fmha_fwd_", "")
+                try:
+                    ms = bvc.time_cuda(lambda: fp8attn.fmha_fwd(q, k, v, causal=True, window=(4095, -1),
+                                                                kernel_name=name, **kw), args)
+                    rec[tag] = ms
+                    print(f"    {tag:<60} {ms:.3f} ms: {full / ms:.2f}x", flush=True)
+                except Exception as e:  # an instance that refuses the call is recorded, not fatal
+                    rec[tag] = f"refused: {str(e)[:60]}"
+        rows.append(rec)
     return rows
 
 
