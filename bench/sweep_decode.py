@@ -10,7 +10,8 @@ three programs per SM, instead), maxnreg (0: none), gluon=1 (the Gluon kernel, k
 TMA page loads from a producer warp; ROWS may be 8 there), per_sm (Gluon: launch at most per_sm programs per SM,
 each walking work items persistently; 0: one program per work item), balance=1 (with per_sm: as few programs as
 give every program the same number of items, +-1), and the kernel's switches by name (upper-case constexprs,
-e.g. NAME=1).
+e.g. NAME=1). HEAD_PAIRS=1 (Gluon: two kv heads per work item) takes cases whose rows fit half of ROWS and that
+need no split (the others print an error row): batch * heads_kv / 2 items.
 Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 
@@ -99,6 +100,12 @@ def launcher(case, inp, v):
     per_split = max(1, (pages + splits - 1) // splits)
     pages_per_split = (per_split + per_iter - 1) // per_iter * per_iter
     programs = batch * heads_kv * chunks * splits
+    if v.get("HEAD_PAIRS"):
+        # kernels/paged/paged_decode_gluon.py HEAD_PAIRS: an item is a pair of kv heads, one row chunk, one split.
+        if not v["gluon"] or heads_kv % 2 or 2 * rows > v["ROWS"] or splits != 1:
+            raise ValueError(f"HEAD_PAIRS needs the Gluon kernel, an even heads_kv ({heads_kv}), rows <= ROWS / 2 "
+                             f"({rows} of {v['ROWS']}) and one split ({splits})")
+        programs //= 2
     q = inp["q"]
     out = torch.empty_like(q)
     part_o = torch.empty((programs * v["ROWS"], HEAD_DIM), device="cuda", dtype=torch.float32)

@@ -237,6 +237,13 @@ def _default_instances():
     # (32, 32k), the Triton instance 2.02. With 16 rows and more (read in chunks of 8 it would read the cache twice
     # or more) and soft-capping the Triton instances run.
     rows += [PagedConfig("decode", page, 128, 8, 4, 4, block_n=64, family="gluon") for page in (64, 16)]
+    # The same with two kv heads per work item (HEAD_PAIRS: up to 4 query rows per kv head, one split): half the
+    # item boundaries, and the 8 MMA rows all real (GQA 4:1 fills only 4 of them with one head). A ring of 2 stages
+    # of both heads' 64 keys (64 KB), three CTAs per SM by shared memory. H200 (2026-12-04, sweep_decode.py, TB/s,
+    # against the instance above): (128, 4k) 4.34 / 4.19, (64, 8k) 4.36 / 4.25, (256, 2k) 4.08 / 3.95, but
+    # (32, 32k) 3.21 / 4.38 (128 items: one per SM, 64 KB in flight each); with 3 stages 4.13 / 4.13 / 4.18 / 4.26.
+    # The heuristic takes it from kPairMinItems work items (src/paged/paged.cpp).
+    rows += [PagedConfig("decode", 64, 128, 8, 4, 2, block_n=64, family="gluon", head_pairs=True)]
     return rows
 
 
@@ -265,6 +272,10 @@ def _extra_instances():
     # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
     # (at D=128 ptxas spills 33 registers inside the loop).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
+    # MQA (32 query heads on one kv head): the Gluon decode with 32 rows at 128 registers (two CTAs per SM), against
+    # the Triton r32 instance the library picks (1.31 TB/s in bench_decode.py, cuDNN BF16 3.18-3.82). Not yet
+    # measured in the library: picked only by name.
+    rows += [PagedConfig("decode", 64, 128, 32, 4, 4, block_n=64, family="gluon")]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

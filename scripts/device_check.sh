@@ -39,7 +39,8 @@
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
 #              into build-consan and run through the GPU tests that force each instance by name, and beside
-#              them scripts/consan_selftest.py (the checker shown to catch two removed waits) (~6 min)
+#              them scripts/consan_selftest.py (the checker shown to catch two removed waits) (~6 min);
+#              CONSAN_SET=paged: the paged decode instances and test_paged only, no self-test (~2 min)
 #   STEPS="build sanitize hostbench" bash scripts/device_check.sh
 # Instances outside the default set (codegen/manifest.py's extra set, e.g. the Gluon D=128 3-stage
 # ones) are built with a filter; '*' builds every instance, and the GPU tests then force each by name:
@@ -180,23 +181,34 @@ fi
 if step consan; then
   # The checker itself (the Gluon kernel intact must pass, with a wait removed ConSan must stop it): JIT only, so it
   # runs beside the instrumented build and tests.
-  timeout 700 python3 scripts/consan_selftest.py > "$OUT/consan_selftest.txt" 2>&1 &
-  selftest=$!
+  # CONSAN_SET=paged: only the paged decode instances and test_paged (the checker's self-test is the attention
+  # kernel's and is left out then).
+  consan_kernels=gluon,quantize,paged
+  consan_tests="tests/gpu/test_fmha_fwd.py tests/gpu/test_window_softcap.py tests/gpu/test_int8_qk.py tests/gpu/test_varlen.py tests/gpu/test_paged.py"
+  selftest=""
+  if [[ ${CONSAN_SET:-all} == paged ]]; then
+    # (a build needs one attention instance: a Triton one, which FP8ATTN_CONSAN leaves uninstrumented)
+    consan_kernels=paged,fmha_fwd_bf16_bf16_f32_bf16_128x128x64_w8_s2_strided_full; consan_tests=tests/gpu/test_paged.py
+  else
+    timeout 700 python3 scripts/consan_selftest.py > "$OUT/consan_selftest.txt" 2>&1 &
+    selftest=$!
+  fi
   # FP8ATTN_CONSAN=1: codegen/aot_compile.py instruments the Gluon instances only (debug on, device asserts kept),
   # with a Triton cache of their own (the cache key does not include the instrumentation mode).
   if FP8ATTN_BUILD_DIR=build-consan FP8ATTN_CONSAN=1 \
-      scripts/build.sh -DFP8ATTN_BUILD_PYTHON=ON "-DFP8ATTN_KERNELS=gluon,quantize,paged" \
+      scripts/build.sh -DFP8ATTN_BUILD_PYTHON=ON "-DFP8ATTN_KERNELS=$consan_kernels" \
       > "$OUT/consan_build.log" 2>&1; then
-    PYTHONPATH=build-consan/python timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_fmha_fwd.py \
-      tests/gpu/test_window_softcap.py tests/gpu/test_int8_qk.py tests/gpu/test_varlen.py tests/gpu/test_paged.py \
-      -k "gluon or every_instance or every_int8_instance or each_decode_instance" \
+    PYTHONPATH=build-consan/python timeout 400 python3 -m pytest -q -p no:cacheprovider $consan_tests \
+      -k "gluon or every_instance or every_int8_instance or each_decode_instance or head_pair" \
       > "$OUT/consan.txt" 2>&1 || status=1
     tail -15 "$OUT/consan.txt"
   else
     echo "CONSAN BUILD FAILED"; tail -20 "$OUT/consan_build.log"; status=1
   fi
-  wait $selftest || status=1
-  cat "$OUT/consan_selftest.txt"
+  if [[ -n $selftest ]]; then
+    wait $selftest || status=1
+    cat "$OUT/consan_selftest.txt"
+  fi
 fi
 if step sanitize; then
   OUT="$OUT" scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1 || status=1

@@ -19,7 +19,8 @@
 #   SANITIZE_TOOLS="memcheck racecheck" bash scripts/sanitize.sh
 #   SANITIZE_SET=paged bash scripts/sanitize.sh           only the paged decode: every compiled instance forced by
 #       name (Triton and Gluon, pages of 16 and 64), one and four query tokens, lengths 17 and 1000 (a masked
-#       tail, several stages, split-KV with the combine), under every tool (about a minute in all)
+#       tail, several stages, split-KV with the combine), and a batch of 64 with one split (the head-pair
+#       instance's case), under every tool (a few minutes in all)
 #
 # Each tool's log (program output and reports): $OUT/sanitize_<tool>.log. One summary line per tool. Exit 1
 # when a tool reports an error, a program fails or times out under it, or a program is missing.
@@ -58,8 +59,8 @@ TWO_CONTEXTS=$BUILD/tests/gpu/test_two_contexts
 #     Coarse: only for a kernel the tool cannot model, never for one of ours that merely reports.
 # The two in use: each file states the mechanism and the evidence above its records. Both are matched on the
 # kernel and its source lines; the kernel's line numbers are part of the match, so moving the lines they name in
-# kernels/fmha_fwd/fmha_fwd_triton.py or kernels/paged/paged_decode_gluon.py (its kernel's def, 413, and its
-# gl.warp_specialize call, 446) means re-checking (a report that no longer matches fails the run).
+# kernels/fmha_fwd/fmha_fwd_triton.py or kernels/paged/paged_decode_gluon.py (its kernel's def, 491, and its
+# gl.warp_specialize call, 526) means re-checking (a report that no longer matches fails the run).
 # shellcheck disable=SC2034  # read through ${!suppress_var} below
 SUPPRESS_memcheck=()
 # shellcheck disable=SC2034
@@ -87,7 +88,9 @@ RACE_RUNS=(
 )
 
 if [[ ${SANITIZE_SET:-all} == paged ]]; then
-  FULL_RUNS=("$PROFILER ${COMMON_PROFILER[*]} --operation=paged --providers=instance --batch=2 --heads_q=32 --heads_kv=8 --seqlen_q=1,4 --seqlen_k=17,1000 --head_dim=128")
+  # The second run has one split (64 x 8 kv heads fill the GPU), which the head-pair instance needs.
+  FULL_RUNS=("$PROFILER ${COMMON_PROFILER[*]} --operation=paged --providers=instance --batch=2 --heads_q=32 --heads_kv=8 --seqlen_q=1,4 --seqlen_k=17,1000 --head_dim=128"
+             "$PROFILER ${COMMON_PROFILER[*]} --operation=paged --providers=instance --batch=64 --heads_q=32 --heads_kv=8 --seqlen_q=1 --seqlen_k=1000 --head_dim=128")
   RACE_RUNS=("${FULL_RUNS[@]}")
 fi
 

@@ -244,10 +244,12 @@ def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
     +1.3%). On for causal and packed-sequence (varlen) instances, where a block's bounds take the most scalar code
     (varlen 32 x 1024 causal: 0.917 -> 0.966 of the dense call); off for full attention. The suite (bench_vs_cudnn,
     same day) showed the dense causal 256-key instance (128x256x128) 8-10% slower with it at S = 8k / 16k and
-    GQA, where the sweep's 128-key tiles lost 1-2%: off for dense 256-key tiles too."""
-    if not (causal or varlen) or (block_n == 256 and not varlen):
+    GQA, where the sweep's 128-key tiles lost 1-2%: off for dense 256-key tiles too. The varlen 256-key instances
+    with it on / off (bench_varlen.py, varlen / dense, same machine, 2026-12-04): 2 x 16384 causal 0.952 / 0.971,
+    full 0.964 / 0.967, 0.956 / 0.962, 0.951 / 0.958 (8 x 4096, 2 x 16384, 32 x 1024): off for every 256-key tile."""
+    if not (causal or varlen) or block_n == 256:
         return False
-    return block_m == 2 * GLUON_WG_M and not (head_dim == 64 and block_n == 256)
+    return block_m == 2 * GLUON_WG_M
 
 
 # Shared memory a CTA may use on sm_90 (227 KB).

@@ -1,13 +1,14 @@
 """Operation paged: decode attention over a paged FP8 KV cache, and the append that fills it.
 
     fp8attn_sm90_paged_append_e4m3_p<PAGE>x<D>_w<warps>
-    fp8attn_sm90_paged_decode_e4m3_bf16_p<PAGE>x<D>_r<ROWS>_n<BLOCK_N>_w<warps>_s<stages>[_gluon]
+    fp8attn_sm90_paged_decode_e4m3_bf16_p<PAGE>x<D>_r<ROWS>_n<BLOCK_N>_w<warps>_s<stages>[_pairs][_gluon]
     fp8attn_sm90_paged_combine_f32_bf16_x<D>_r<ROWS>_w<warps>
 
 PAGE: tokens per page; BLOCK_N: keys per decode iteration (gathered across pages); ROWS: query rows per program
 (the query heads of a kv head times the new tokens, in chunks of ROWS). Kernels: kernels/paged/paged_decode_triton.py;
 _gluon: kernels/paged/paged_decode_gluon.py (TMA page loads from a producer warp; <stages> is its ring depth of
-BLOCK_N-key stages). The layout: docs/PAGED_CACHE.md.
+BLOCK_N-key stages); _pairs: two kv heads per work item (the kernel's HEAD_PAIRS; ROWS / 2 rows each, one split).
+The layout: docs/PAGED_CACHE.md.
 """
 
 import re
@@ -31,6 +32,7 @@ class PagedConfig:
     stages: int = 1
     block_n: int = 0  # decode only
     family: str = "triton"
+    head_pairs: bool = False  # Gluon decode only: two kv heads per work item (HEAD_PAIRS)
 
     operation = NAME
 
@@ -38,7 +40,7 @@ class PagedConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_paged_(?:"
     r"append_e4m3_p(?P<ap>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)"
-    r"|decode_e4m3_bf16_p(?P<dp>\d+)x(?P<dd>\d+)_r(?P<dr>\d+)_n(?P<dn>\d+)_w(?P<dw>\d+)_s(?P<ds>\d+)(?P<dg>_gluon)?"
+    r"|decode_e4m3_bf16_p(?P<dp>\d+)x(?P<dd>\d+)_r(?P<dr>\d+)_n(?P<dn>\d+)_w(?P<dw>\d+)_s(?P<ds>\d+)(?P<dpairs>_pairs)?(?P<dg>_gluon)?"
     r"|combine_f32_bf16_x(?P<cd>\d+)_r(?P<cr>\d+)_w(?P<cw>\d+))")
 
 
@@ -47,7 +49,7 @@ def name_of(c: PagedConfig) -> str:
         return f"fp8attn_{ARCH}_paged_append_e4m3_p{c.page}x{c.head_dim}_w{c.warps}"
     if c.stage == "decode":
         return (f"fp8attn_{ARCH}_paged_decode_e4m3_bf16_p{c.page}x{c.head_dim}_r{c.rows}_n{c.block_n}_w{c.warps}"
-                f"_s{c.stages}" + ("_gluon" if c.family == "gluon" else ""))
+                f"_s{c.stages}" + ("_pairs" if c.head_pairs else "") + ("_gluon" if c.family == "gluon" else ""))
     return f"fp8attn_{ARCH}_paged_combine_f32_bf16_x{c.head_dim}_r{c.rows}_w{c.warps}"
 
 
@@ -59,7 +61,7 @@ def parse(name: str):
         return PagedConfig("append", int(m["ap"]), int(m["ad"]), 0, int(m["aw"]))
     if m["dp"]:
         return PagedConfig("decode", int(m["dp"]), int(m["dd"]), int(m["dr"]), int(m["dw"]), int(m["ds"]),
-                           block_n=int(m["dn"]), family="gluon" if m["dg"] else "triton")
+                           block_n=int(m["dn"]), family="gluon" if m["dg"] else "triton", head_pairs=bool(m["dpairs"]))
     return PagedConfig("combine", 0, int(m["cd"]), int(m["cr"]), int(m["cw"]))
 
 
@@ -111,6 +113,16 @@ KERNELS = {
 # room for three CTAs per SM, which is what hides each CTA's per-stage chain (H200: one CTA with 255 registers ran
 # 3.48-3.93 TB/s, three 3.82-4.25; docs/perf/NOTES.md).
 GLUON_DECODE_MAXNREG = 80
+# With 32 query rows and more (MQA: a kv head's 32 query heads) S^T, O^T and the row sums are four times wider than
+# at 8 rows and 80 registers spill; 128 fit them with two CTAs per SM (H200, sweep_decode.py, MQA (32, 32k): a
+# Gluon r32 at 128 registers 1.86 TB/s against the Triton r32 instance's 1.64 through the same JIT, 2026-12-01).
+GLUON_DECODE_MAXNREG_WIDE = 128
+
+
+def gluon_decode_maxnreg(rows):
+    """ptxas's register cap of a Gluon decode instance with `rows` query rows per program; the host's persistent grid
+    counts the CTAs that fit from it (cpp_config's max_registers, src/paged/decode_grid.h)."""
+    return GLUON_DECODE_MAXNREG if rows <= 16 else GLUON_DECODE_MAXNREG_WIDE
 
 
 def gluon_vt_box(page, block_n, head_dim):
@@ -140,6 +152,8 @@ def compile_spec(c: PagedConfig):
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page}
     elif c.stage == "decode" and c.family == "gluon":
         # S^T's MMA has BLOCK_N as its M (64 per warpgroup); pages of 32 (a 32-byte swizzle) are untested.
+        if c.head_pairs and c.rows % 2:
+            raise ValueError(f"{name_of(c)}: head pairs split the rows in two halves")
         if (c.rows % 8 or c.rows > 64 or c.head_dim != 128 or not (c.page == 16 or c.page >= 64) or
                 c.block_n % 64):
             raise ValueError(f"{name_of(c)}: the Gluon decode takes rows 8..64 (multiples of 8), head_dim 128, "
@@ -153,9 +167,11 @@ def compile_spec(c: PagedConfig):
         # PREFETCH_ITEM (the next work item's Q and length loaded an item ahead): off, no gain beyond the spread
         # (bench/sweep_decode.py, gluon=1,PREFETCH_ITEM=1; docs/perf/NOTES.md).
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n,
-                      "NUM_STAGES": c.stages, "PREFETCH_ITEM": False}
+                      "NUM_STAGES": c.stages, "PREFETCH_ITEM": False, "HEAD_PAIRS": c.head_pairs}
         return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; Triton's pipeliner has no part
     elif c.stage == "decode":
+        if c.head_pairs:
+            raise ValueError(f"{name_of(c)}: head pairs are a Gluon decode switch")
         if c.rows < 16:
             raise ValueError(f"{name_of(c)}: the MMA needs at least 16 rows")
         types = {"Q": "*bf16", "KPages": "*fp8e4nv", "VPages": "*fp8e4nv", "KDescale": "*fp32", "VDescale": "*fp32",
@@ -170,7 +186,7 @@ def compile_spec(c: PagedConfig):
 
 
 def compile_options(c: PagedConfig):
-    return {"maxnreg": GLUON_DECODE_MAXNREG} if c.family == "gluon" else {}
+    return {"maxnreg": gluon_decode_maxnreg(c.rows)} if c.family == "gluon" else {}
 
 
 def check_sass(c, mma_counts, sass="", ttgir=""):
@@ -194,4 +210,4 @@ _CPP_STAGE = {"append": "kAppend", "decode": "kDecode", "combine": "kCombine"}
 def cpp_config(c: PagedConfig):
     return ("paged::detail::PagedKernelConfig",
             f"{{paged::detail::PagedStage::{_CPP_STAGE[c.stage]}, {c.page}, {c.head_dim}, {c.rows}, {c.warps}, "
-            f"{c.stages}, {c.block_n}}}")
+            f"{c.stages}, {c.block_n}, {'true' if c.head_pairs else 'false'}, {compile_options(c).get('maxnreg', 0)}}}")

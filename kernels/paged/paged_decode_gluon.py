@@ -21,6 +21,15 @@ program_id, program_id + num_programs, ... and both partitions count ring iterat
 producer loads the next item's first pages while the consumer finishes the current one (its last blocks, O's
 store, the next Q's load). The host launches 2 or 3 programs per SM (src/paged/decode_grid.h).
 
+HEAD_PAIRS (a switch for bench/sweep_decode.py, off in the library's instances): each work item is a pair of
+adjacent kv heads (b, 2p, 2p + 1) instead of one, for calls whose rows fit half of ROWS (one query token and a
+group of at most ROWS / 2 query heads per kv head, e.g. GQA 32/8 on the r8 instance, which otherwise computes 8
+MMA columns for 4 rows) and need no split. Q's rows 0..ROWS/2-1 are the first head's, the rest the second's; each
+stage holds both heads' K and V^T slices (the same pages), S^T is taken against each head's K and each column
+keeps its head's product, and O^T likewise: one online softmax over [BLOCK_N, ROWS] per stage for twice the bytes,
+and half as many item boundaries (bench_decode's (64, 8k), (128, 4k)'s bytes in half the items, read ~2% faster).
+The host (or the sweep) launches batch * heads_kv / 2 items with one split and one row chunk.
+
 Tail: the block that reaches past the split's (or sequence's) end masks its scores; its V^T columns past the end
 are zeroed in shared memory before P.V (P is 0 there, but a free slot poisoned with NaN times 0 is NaN).
 
@@ -65,13 +74,32 @@ def _vt_core_layout(head_dim, block_n):
 
 
 @gluon.jit
-def _program(w, num_splits, row_chunks, heads_kv):
-    """Work item w -> (b, kv head, row chunk, split), the Triton kernel's program order."""
+def _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS: gl.constexpr = False):
+    """Work item w -> (b, kv head, row chunk, split), the Triton kernel's program order; with HEAD_PAIRS the kv
+    head is the first of the item's pair (one split and one row chunk: the host's contract)."""
+    if HEAD_PAIRS:
+        pairs = heads_kv // 2
+        return w // pairs, w % pairs * 2, w * 0, w * 0
     split = w % num_splits
     rest = w // num_splits
     chunk = rest % row_chunks
     bh = rest // row_chunks
     return bh // heads_kv, bh % heads_kv, chunk, split
+
+
+@gluon.jit
+def _row_map(rows, chunk, hk, group, q_len, ROWS: gl.constexpr, HEAD_PAIRS: gl.constexpr):
+    """Query row r of an item (rows: arange(ROWS) in some layout) -> (token, query head, live, second head of the
+    pair). Without HEAD_PAIRS, row chunk * ROWS + r of kv head hk's group, tokens outer; with it, rows below ROWS / 2
+    are kv head hk's and the rest hk + 1's, each half the group's rows from 0."""
+    if HEAD_PAIRS:
+        HALF: gl.constexpr = ROWS // 2
+        second = rows >= HALF
+        local = rows % HALF
+        head = (hk + second.to(gl.int32)) * group + local % group
+        return local // group, head, local < q_len * group, second
+    offs = chunk * ROWS + rows
+    return offs // group, hk * group + offs % group, offs < q_len * group, rows < 0
 
 
 @gluon.jit
@@ -114,15 +142,18 @@ def _block_pages(table_row, start, key_hi, num_pages, PAGE: gl.constexpr, NP: gl
 @gluon.jit
 def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv, num_pages,
               max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
-              HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
-    """TMA loads of every block of this program's work items into the ring. (Loading the block table's entries a
+              HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
+              HEAD_PAIRS: gl.constexpr):
+    """TMA loads of every block of this program's work items into the ring (with HEAD_PAIRS both heads' slices of
+    the block's pages into the stage's two buffers, s * 2 and s * 2 + 1). (Loading the block table's entries a
     block ahead, and the next item's length an item ahead, measured no faster on the H200: docs/perf/NOTES.md.)"""
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     SUB: gl.constexpr = BLOCK_N // NP
     VROWS: gl.constexpr = vt_desc.block_type.shape[0]  # V^T rows per slice: HEAD_DIM; pages of 16: HEAD_DIM / 8
+    HEADS: gl.constexpr = 2 if HEAD_PAIRS else 1
     it = 0  # ring iterations so far, across this program's work items (the ring runs on from one to the next)
     for w in range(gl.program_id(0), num_items, gl.num_programs(0)):
-        b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv)
+        b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS)
         seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
         win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
         table_row = BlockTable + b.to(gl.int64) * max_pages
@@ -131,15 +162,17 @@ def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens
             start = key_lo + i * BLOCK_N
             s = it % NUM_STAGES
             mbarrier.wait(empty.index(s), ((it // NUM_STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(s), NP * (k_desc.block_type.nbytes + vt_desc.block_type.nbytes))
+            mbarrier.expect(ready.index(s), HEADS * NP * (k_desc.block_type.nbytes + vt_desc.block_type.nbytes))
             pages = _block_pages(table_row, start, key_hi, num_pages, PAGE, NP, SUB)
-            for p in gl.static_range(NP):
-                page = pages[p]
-                in_page = (start + p * SUB) % PAGE
-                tma.async_copy_global_to_shared(k_desc, [page * PAGE + in_page, hk * HEAD_DIM], ready.index(s),
-                                                k_bufs.index(s).slice(p * SUB, SUB, dim=0))
-                tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk) * VROWS, in_page], ready.index(s),
-                                                v_bufs.index(s).slice(p * VROWS, VROWS, dim=0))
+            for h in gl.static_range(HEADS):
+                for p in gl.static_range(NP):
+                    page = pages[p]
+                    in_page = (start + p * SUB) % PAGE
+                    tma.async_copy_global_to_shared(k_desc, [page * PAGE + in_page, (hk + h) * HEAD_DIM],
+                                                    ready.index(s), k_bufs.index(s * HEADS + h).slice(p * SUB, SUB, dim=0))
+                    tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk + h) * VROWS, in_page],
+                                                    ready.index(s),
+                                                    v_bufs.index(s * HEADS + h).slice(p * VROWS, VROWS, dim=0))
             it += 1
 
 
@@ -216,13 +249,48 @@ def _issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM: gl.constexpr, ROWS: gl.
 
 
 @gluon.jit
+def _issue_s_item(k_bufs, s, qt_hi, qt_lo, BLOCK_N: gl.constexpr, ROWS: gl.constexpr, acc_layout: gl.constexpr,
+                  HEAD_PAIRS: gl.constexpr):
+    """S^T of stage s for the item's kv head, or for both heads of its pair (a tuple of one or two products)."""
+    if HEAD_PAIRS:
+        return (_issue_s(k_bufs, s * 2, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout),
+                _issue_s(k_bufs, s * 2 + 1, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout))
+    else:
+        return (_issue_s(k_bufs, s, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout), )
+
+
+@gluon.jit
+def _issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr, NP: gl.constexpr,
+                   acc_layout: gl.constexpr, HEAD_PAIRS: gl.constexpr):
+    """V^T P^T of stage s for the item's kv head, or for both heads of its pair (one P^T: each head's columns
+    are taken from its own product by _wait_merged)."""
+    if HEAD_PAIRS:
+        return (_issue_pv(v_bufs, s * 2, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout),
+                _issue_pv(v_bufs, s * 2 + 1, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout))
+    else:
+        return (_issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout), )
+
+
+@gluon.jit
+def _wait_merged(products, second, num_outstanding: gl.constexpr, HEAD_PAIRS: gl.constexpr):
+    """Wait until at most num_outstanding MMAs are in flight and return the product (with HEAD_PAIRS, the first
+    head's columns from the first product and the second head's, where `second`, from the other)."""
+    if HEAD_PAIRS:
+        first, other = warpgroup_mma_wait(num_outstanding=num_outstanding, deps=products)
+        return gl.where(second[None, :], other, first)
+    else:
+        return warpgroup_mma_wait(num_outstanding=num_outstanding, deps=products)
+
+
+@gluon.jit
 def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, low_min, limit_max,
                    v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
-                   descale_stride_page, descale_stride_head, HEAD_DIM: gl.constexpr, PAGE: gl.constexpr,
-                   ROWS: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr):
+                   descale_stride_page, descale_stride_head, second, HEAD_DIM: gl.constexpr, PAGE: gl.constexpr,
+                   ROWS: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr, HEAD_PAIRS: gl.constexpr):
     """The online softmax of one stage's S^T (the Triton kernel's _decode_block): P^T's two terms written to
     shared memory (and the tail's V^T columns zeroed), fenced for the P.V MMAs. Returns (m_new, alpha, the
-    P.V product's scale, l_i, bad_keys)."""
+    P.V product's scale, l_i, bad_keys). With HEAD_PAIRS the columns where `second` is set are kv head hk + 1's:
+    their keys' descales are that head's."""
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     SUB: gl.constexpr = BLOCK_N // NP
     key_l: gl.constexpr = gl.SliceLayout(1, acc_layout)
@@ -232,45 +300,53 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
     bad_keys = bad_keys | (live & ((page < 0) | (page >= num_pages))).to(gl.int32)
     page = gl.minimum(gl.maximum(page, 0), num_pages - 1).to(gl.int64)
     dsc = page * descale_stride_page + hk * descale_stride_head
-    kd = gl.load(KDescale + dsc, mask=live, other=0.0)
-    vd = gl.load(VDescale + dsc, mask=live, other=0.0)
-    st = st * kd[:, None] * row_scale[None, :] * LOG2E
+    kd = gl.load(KDescale + dsc, mask=live, other=0.0)[:, None]
+    vd = gl.load(VDescale + dsc, mask=live, other=0.0)[:, None]
+    if HEAD_PAIRS:  # each column its kv head's descales ([BLOCK_N, ROWS])
+        kd_2 = gl.load(KDescale + dsc + descale_stride_head, mask=live, other=0.0)[:, None]
+        vd_2 = gl.load(VDescale + dsc + descale_stride_head, mask=live, other=0.0)[:, None]
+        kd = gl.where(second[None, :], kd_2, kd)
+        vd = gl.where(second[None, :], vd_2, vd)
+    st = st * kd * row_scale[None, :] * LOG2E
     visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & live[:, None]
     st = gl.where(visible, st, float("-inf"))
     # P^T times each key's v descale relative to the largest among the keys some row sees, times 448 (the
     # Triton kernel's); the scores' maximum and that largest descale in one reduction over the keys.
     seen = (key >= low_min) & (key < limit_max) & live
-    m_tile, vd_max = gl.reduce((st, gl.where(seen, vd, 0.0)[:, None] + gl.zeros_like(st)), 0, _max_of_pairs)
+    m_tile, vd_max = gl.reduce((st, gl.where(seen[:, None], vd, 0.0) + gl.zeros_like(st)), 0, _max_of_pairs)
     vd_max = gl.where(vd_max > 0, vd_max, 1.0)
     m_new = gl.maximum(m_i, m_tile)
     alpha = gl.exp2(m_i - m_new)
     prob = gl.where(visible, gl.exp2(st - m_new[None, :]), 0.0)
     l_i = l_i * alpha[None, :] + prob
-    p_hi, p_lo = _two_e4m3_terms(prob * ((vd[:, None] / vd_max[None, :]) * E4M3_MAX))
+    p_hi, p_lo = _two_e4m3_terms(prob * ((vd / vd_max[None, :]) * E4M3_MAX))
     p_hi_smem.store(gl.permute(p_hi, (1, 0)))
     p_lo_smem.store(gl.permute(p_lo, (1, 0)))
     if start + BLOCK_N > key_hi:
-        _zero_tail(v_bufs, s, start, key_hi, NP, SUB)
+        if HEAD_PAIRS:
+            _zero_tail(v_bufs, s * 2, start, key_hi, NP, SUB)
+            _zero_tail(v_bufs, s * 2 + 1, start, key_hi, NP, SUB)
+        else:
+            _zero_tail(v_bufs, s, start, key_hi, NP, SUB)
     fence_async_shared()
     return m_new, alpha, vd_max / E4M3_MAX, l_i, bad_keys
 
 
 @gluon.jit
 def _item_q(Q, Seqlens, w, num_items, q_len, heads_q, heads_kv, num_splits, row_chunks, stride_qb, stride_qs,
-            stride_qh, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr):
+            stride_qh, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr, HEAD_PAIRS: gl.constexpr):
     """Work item w's query rows as loaded (bf16, [ROWS, HEAD_DIM], rows past the chunk's 0) and its sequence's
     length, unchecked; nothing is loaded for w >= num_items (PREFETCH_ITEM loads them an item ahead)."""
     q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
     live = w < num_items
-    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv)
+    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS)
     group = heads_q // heads_kv
-    offs_rq = chunk * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_layout))
     offs_dq = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_layout))
-    tok_q = offs_rq // group
-    head_q = hk * group + offs_rq % group
+    tok_q, head_q, row_ok, second = _row_map(gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_layout)), chunk, hk,
+                                             group, q_len, ROWS, HEAD_PAIRS)
     q = gl.load(Q + b.to(gl.int64) * stride_qb + tok_q[:, None].to(gl.int64) * stride_qs +
                 head_q[:, None].to(gl.int64) * stride_qh + offs_dq[None, :],
-                mask=((offs_rq < q_len * group) & live)[:, None], other=0.0)
+                mask=(row_ok & live)[:, None], other=0.0)
     return q, gl.load(Seqlens + b, mask=live, other=0)
 
 
@@ -281,27 +357,28 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
               stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
               descale_stride_page, descale_stride_head, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-              NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr):
+              NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr, HEAD_PAIRS: gl.constexpr):
     it = 0  # ring iterations consumed so far, across work items (the producer's count)
     if PREFETCH_ITEM:
         q_next, seqlen_next = _item_q(Q, Seqlens, gl.program_id(0), num_items, q_len, heads_q, heads_kv, num_splits,
-                                      row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS)
+                                      row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS, HEAD_PAIRS)
     for w in range(gl.program_id(0), num_items, gl.num_programs(0)):
         if PREFETCH_ITEM:
             # The next item's Q and length, loaded now and used an item later (their load latency at each
             # item's start is otherwise the consumer's).
             q, seqlen = q_next, seqlen_next
             q_next, seqlen_next = _item_q(Q, Seqlens, w + gl.num_programs(0), num_items, q_len, heads_q, heads_kv,
-                                          num_splits, row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS)
+                                          num_splits, row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS,
+                                          HEAD_PAIRS)
         else:
             q, seqlen = _item_q(Q, Seqlens, w, w + 1, q_len, heads_q, heads_kv, num_splits, row_chunks, stride_qb,
-                                stride_qs, stride_qh, HEAD_DIM, ROWS)
+                                stride_qs, stride_qh, HEAD_DIM, ROWS, HEAD_PAIRS)
         it = _consume_item(w, it, q, seqlen, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
                            empty, KDescale, VDescale, BlockTable, O, PartialO, PartialML,
                            softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split,
                            num_splits, row_chunks, stride_ob, stride_os, stride_oh,
                            descale_stride_page, descale_stride_head, window_left,
-                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES)
+                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, HEAD_PAIRS)
 
 
 @gluon.jit
@@ -311,7 +388,7 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
                   row_chunks, stride_ob, stride_os, stride_oh,
                   descale_stride_page, descale_stride_head, window_left,
                   HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-                  NUM_STAGES: gl.constexpr):
+                  NUM_STAGES: gl.constexpr, HEAD_PAIRS: gl.constexpr):
     """One work item (the Triton kernel's program w), its blocks at ring iterations it, it + 1, ...; returns the
     ring iteration after its last block. q_rows, seqlen_raw: its Q rows and sequence length as loaded (_item_q).
     Every MMA of the previous item has been waited for, so Q's and P's shared memory are free to overwrite."""
@@ -323,7 +400,9 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     key_l: gl.constexpr = gl.SliceLayout(1, acc_layout)
     row_l: gl.constexpr = gl.SliceLayout(0, acc_layout)
 
-    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv)
+    # The next stage's S^T stays in flight while a P.V is waited for: its two MMAs per kv head.
+    S_IN_FLIGHT: gl.constexpr = 4 if HEAD_PAIRS else 2
+    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS)
     group = heads_q // heads_kv
     seqlen, bad = _checked_seqlen(seqlen_raw, max_pages, PAGE)
     # Q: each row scaled to e4m3's range by its own factor, as two e4m3 terms (the Triton kernel's).
@@ -336,10 +415,8 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     fence_async_shared()
     row_scale = gl.convert_layout(softmax_scale / q_scale, row_l)
 
-    offs_r = chunk * ROWS + gl.arange(0, ROWS, layout=row_l)
-    tok = offs_r // group
-    head = hk * group + offs_r % group
-    row_ok = offs_r < q_len * group
+    tok, head, row_ok, second = _row_map(gl.arange(0, ROWS, layout=row_l), chunk, hk, group, q_len, ROWS,
+                                         HEAD_PAIRS)
     limit = seqlen - q_len + tok + 1
     if window_left >= 0:
         low = gl.maximum(limit.to(gl.int64) - 1 - window_left, -1).to(gl.int32)
@@ -360,33 +437,32 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     qt_lo = q_lo_smem.permute((1, 0))
     if n_blocks > 0:
         mbarrier.wait(ready.index(it % NUM_STAGES), (it // NUM_STAGES) & 1)
-        st = _issue_s(k_bufs, it % NUM_STAGES, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout)
+        st = _issue_s_item(k_bufs, it % NUM_STAGES, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout, HEAD_PAIRS)
         for i in range(n_blocks - 1):
             s = (it + i) % NUM_STAGES
             m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
-                warpgroup_mma_wait(num_outstanding=0, deps=(st, )), key_lo + i * BLOCK_N, key_hi, m_i, l_i,
+                _wait_merged(st, second, 0, HEAD_PAIRS), key_lo + i * BLOCK_N, key_hi, m_i, l_i,
                 bad_keys, row_scale, limit, low, low_min, limit_max, v_bufs, s, p_hi_smem, p_lo_smem,
-                KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
-                HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout)
-            pv = _issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout)
-            # The next stage's S^T runs under this P.V (the wait leaves its two MMAs in flight).
+                KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head, second,
+                HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS)
+            pv = _issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout, HEAD_PAIRS)
+            # The next stage's S^T runs under this P.V (the wait leaves its MMAs in flight).
             nxt = (it + i + 1) % NUM_STAGES
             mbarrier.wait(ready.index(nxt), ((it + i + 1) // NUM_STAGES) & 1)
-            st = _issue_s(k_bufs, nxt, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout)
-            pv = warpgroup_mma_wait(num_outstanding=2, deps=(pv, ))
+            st = _issue_s_item(k_bufs, nxt, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout, HEAD_PAIRS)
+            pv = _wait_merged(pv, second, S_IN_FLIGHT, HEAD_PAIRS)
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc * alpha[None, :] + pv * scale_pv[None, :]
             m_i = m_new
         last = n_blocks - 1
         s = (it + last) % NUM_STAGES
-        st = warpgroup_mma_wait(num_outstanding=0, deps=(st, ))
         m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
-            st, key_lo + last * BLOCK_N, key_hi, m_i, l_i,
+            _wait_merged(st, second, 0, HEAD_PAIRS), key_lo + last * BLOCK_N, key_hi, m_i, l_i,
             bad_keys, row_scale, limit, low, low_min, limit_max, v_bufs, s, p_hi_smem, p_lo_smem,
-            KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
-            HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout)
-        pv = warpgroup_mma_wait(num_outstanding=0,
-                                deps=(_issue_pv(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout), ))
+            KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head, second,
+            HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS)
+        pv = _wait_merged(_issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout, HEAD_PAIRS),
+                          second, 0, HEAD_PAIRS)
         mbarrier.arrive(empty.index(s), count=1)
         acc = acc * alpha[None, :] + pv * scale_pv[None, :]
         m_i = m_new
@@ -395,7 +471,9 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     l_row = gl.sum(l_i, 0)
     l_row = gl.where(bad, float("nan"), l_row)
     offs_d = gl.arange(0, HEAD_DIM, layout=key_l)
-    if num_splits == 1:
+    # Head pairs always write O (one split is the host's contract; a pair item's rows have no place in the
+    # partials' layout, which the combine reads per kv head).
+    if HEAD_PAIRS or num_splits == 1:
         out = acc / gl.where(l_row == 0.0, 1.0, l_row)[None, :]
         o_ptr = (O + b.to(gl.int64) * stride_ob + tok[None, :].to(gl.int64) * stride_os +
                  head[None, :].to(gl.int64) * stride_oh + offs_d[:, None])
@@ -416,7 +494,7 @@ def paged_decode_gluon_kernel(
     stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
     descale_stride_page, descale_stride_head, window_left, softcap, num_items,
     HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-    NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr = False,
+    NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr = False, HEAD_PAIRS: gl.constexpr = False,
 ):
     """paged_decode_triton.paged_decode_kernel's arguments and outputs, with the cache read through k_desc / vt_desc
     and its programs walked as num_items work items (module docstring). No soft-capping: `softcap` is in the list
@@ -427,9 +505,11 @@ def paged_decode_gluon_kernel(
     SUB: gl.constexpr = BLOCK_N // NP
     gl.static_assert((SUB == 16) == (vt_desc.layout.swizzle_byte_width == 0),
                      "V^T slices of 16 tokens unswizzled (_vt_core_layout), wider ones swizzled")
-    k_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    HEADS: gl.constexpr = 2 if HEAD_PAIRS else 1
+    # Per stage one buffer per kv head of the item (stage s, head h: buffer s * HEADS + h).
+    k_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES * HEADS, BLOCK_N, HEAD_DIM], k_desc.layout)
     # Per stage, the NP slices' V^T as the descriptor's boxes one after the other ([NP * VROWS, VCOLS]).
-    v_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, NP * vt_desc.block_type.shape[0],
+    v_bufs = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES * HEADS, NP * vt_desc.block_type.shape[0],
                                                        vt_desc.block_type.shape[1]], vt_desc.layout)
     q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     q_hi_smem = gl.allocate_shared_memory(gl.float8e4nv, [ROWS, HEAD_DIM], q_layout)
@@ -449,8 +529,8 @@ def paged_decode_gluon_kernel(
                      softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
                      row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
                      descale_stride_page, descale_stride_head, window_left, num_items,
-                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM)),
+                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM, HEAD_PAIRS)),
         (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
                      num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
-                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES)),
+                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES, HEAD_PAIRS)),
     ], [1], [24])

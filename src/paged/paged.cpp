@@ -37,6 +37,12 @@ constexpr int64_t kSplitBelowPrograms = 132;
 constexpr int64_t kTargetPrograms = 264;
 /// A split reads at least this many pages (fewer makes the combine cost more than the split saves).
 constexpr int64_t kMinPagesPerSplit = 4;
+/// The head-pair decode (two kv heads per work item, one split) is the pick from this many pair items: about two
+/// per SM, where its 2-stage ring keeps as many bytes in flight per SM as the one-head instance's two CTAs of 4
+/// stages. H200 (2026-12-04, sweep_decode.py, TB/s, pairs / one head): 256 items (64, 8k) 4.36 / 4.25, 512 (128, 4k)
+/// 4.34 / 4.19, 1024 (256, 2k) 4.08 / 3.95; 128 items (32, 32k) 3.21 / 4.38.
+constexpr int64_t kPairMinItems = 256;
+static_assert(kPairMinItems >= kSplitBelowPrograms, "a pair pick must be a one-split call (automatic_splits)");
 /// New tokens per sequence: 1-8 is decode (speculative tokens); more is chunked prefill (a chunk of new queries
 /// over the cache, its own keys appended first), correct at any size here but each program of 64 query rows
 /// reads the sequence's pages again, so long chunks cost that many passes over the cache.
@@ -92,6 +98,8 @@ KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, s
     }
     if (c.stage != stage || c.head_dim != head_dim || (stage != PagedStage::kCombine && c.page != page)) continue;
     if (is_gluon(k) && !with_gluon) continue;
+    // Head-pair instances (two kv heads per work item): the calls that name them, or find_decode's choice.
+    if (c.head_pairs) continue;
     if (stage == PagedStage::kAppend) return &k;
     if (stage == PagedStage::kCombine) {
       if (c.rows == rows) return &k;
@@ -150,9 +158,35 @@ struct DecodeInstances {
   KernelInstance const* combine = nullptr;
 };
 
+/// The head-pair decode instance for this call when the heuristic should take it, else null: kv heads in pairs
+/// (even heads_kv), each head's rows in half of the instance's, one split (automatic or given) and at least
+/// kPairMinItems pairs (fewer leave SMs with one CTA's ring in flight), the Gluon decode allowed.
+KernelInstance const* find_head_pairs(PagedDecodeArguments const& a) {
+  if (!a.kernel_name.empty() || !gluon_fits(a) || a.num_splits > 1 || a.cache.heads_kv % 2 != 0 ||
+      int64_t{a.batch} * a.cache.heads_kv / 2 < kPairMinItems) {
+    return nullptr;
+  }
+  for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
+    KernelInstance const& k = *fp8attn::detail::kKernelInstances[i];
+    if (k.kind != library::OperationKind::kPaged) continue;
+    PagedKernelConfig const& c = config(k);
+    if (c.head_pairs && c.stage == PagedStage::kDecode && c.page == a.cache.page_size &&
+        c.head_dim == a.cache.head_dim && 2 * rows_of(a) <= c.rows) {
+      return &k;
+    }
+  }
+  return nullptr;
+}
+
+/// The decode instance this call runs before any check of it (select): the one named, or the heuristic's pick.
+KernelInstance const* find_decode(PagedDecodeArguments const& a) {
+  if (KernelInstance const* pairs = find_head_pairs(a)) return pairs;
+  return find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim,
+              static_cast<int>(std::min<int64_t>(rows_of(a), INT32_MAX)), a.kernel_name, gluon_fits(a));
+}
+
 Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
-  out->decode = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim, static_cast<int>(rows_of(a)),
-                     a.kernel_name, gluon_fits(a));
+  out->decode = find_decode(a);
   if (!out->decode) {
     if (!a.kernel_name.empty()) {
       return Status(StatusCode::kErrorKernelNotFound, "kernel_name=" + a.kernel_name + " is not a compiled paged instance");
@@ -173,12 +207,39 @@ Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
                       std::to_string(a.softcap) + ") and caches of fewer than 2^31 / (heads_kv * head_dim) pages "
                       "(cache.num_pages=" + num(a.cache.num_pages) + "): a Triton decode instance runs those");
   }
+  if (c.head_pairs) {
+    // Two kv heads per work item (kernels/paged/paged_decode_gluon.py HEAD_PAIRS): each head's rows in half of the
+    // instance's, one split (no partials), heads in pairs.
+    if (a.cache.heads_kv % 2 != 0) {
+      return Status(StatusCode::kErrorNotSupported, "kernel_name=" + a.kernel_name + " decodes kv heads in pairs: " +
+                                                        "cache.heads_kv=" + num(a.cache.heads_kv) + " is odd");
+    }
+    if (2 * rows_of(a) > c.rows) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "kernel_name=" + a.kernel_name + " takes at most " + num(c.rows / 2) + " query rows per kv head (" +
+                        "q_len=" + num(a.q_len) + " x heads_q / cache.heads_kv=" + num(a.heads_q / a.cache.heads_kv) +
+                        " = " + num(rows_of(a)) + ")");
+    }
+    if (device::PagedDecode::splits_of(a) != 1) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "kernel_name=" + a.kernel_name + " runs one split (num_splits=" + num(a.num_splits) + " plans " +
+                        num(device::PagedDecode::splits_of(a)) + "); pass num_splits=1 or another instance");
+    }
+  }
   out->combine = find(PagedStage::kCombine, 0, c.head_dim, c.rows, {});
   if (!out->combine) return Status(StatusCode::kErrorNotSupported, "no compiled combine for " + std::string(out->decode->name));
   return Status::success();
 }
 
 int64_t row_chunks(PagedDecodeArguments const& a, int rows) { return (rows_of(a) + rows - 1) / rows; }
+
+/// The decode's work items (the Triton kernel's programs): (sequence, kv head, chunk of rows, split), or with a
+/// head-pair instance (sequence, pair of kv heads), one chunk and one split (select checks).
+int64_t work_items(PagedDecodeArguments const& a, KernelInstance const& decode, int64_t splits) {
+  PagedKernelConfig const& c = config(decode);
+  int64_t const items = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, c.rows) * splits;
+  return c.head_pairs ? items / 2 : items;
+}
 
 /// The keys the splits must cover per sequence: all of max_seqlen, or with a window the keys some row can see
 /// plus the kernel's alignment of the window's start down to a whole iteration (block_n - 1 at most).
@@ -227,17 +288,45 @@ void fill_decode_params(PagedDecodeArguments const& a, void* partial_o, void* pa
 
 }  // namespace
 
+namespace {
+
+/// The automatic split count for a call that runs `decode` (null: none fits; its rows then count as chunks of 16).
+/// A launch of fewer programs than kSplitBelowPrograms is split into about kTargetPrograms. The programs before
+/// splitting are the instance's: one per row chunk of its rows (32 query rows are one program on a 32-row instance,
+/// MQA's case; counting chunks of 16 whatever the instance gave MQA half the splits that fill the GPU: 128
+/// programs for 264 slots, H200 1.31 TB/s against 1.64-1.70 in the sweep with 8 splits).
+int automatic_splits(PagedDecodeArguments const& a, KernelInstance const* decode) {
+  int64_t const pages =
+      (planned_keys(a, kMaxBlockN) + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
+  bool const is_decode = decode && config(*decode).stage == PagedStage::kDecode;
+  int const rows = is_decode ? config(*decode).rows : 16;
+  // A head-pair instance's programs each take two kv heads.
+  int const heads_per_program = is_decode && config(*decode).head_pairs ? 2 : 1;
+  int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
+                                                    std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows) /
+                                                    heads_per_program);
+  if (programs >= kSplitBelowPrograms) return 1;
+  int64_t const wanted = kTargetPrograms / programs;
+  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));
+}
+
+/// The split count of a call whose decode instance is chosen (select): the caller's, or the automatic one.
+int splits_for(PagedDecodeArguments const& a, KernelInstance const& decode) {
+  return a.num_splits > 0 ? a.num_splits : automatic_splits(a, &decode);
+}
+
+}  // namespace
+
 namespace device {
 
 int PagedDecode::splits_of(Arguments const& a) {
   if (a.num_splits > 0) return a.num_splits;
-  int64_t const pages =
-      (planned_keys(a, kMaxBlockN) + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
-  int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
-                                                    std::max<int64_t>(1, (rows_of(a) + 15) / 16));
-  if (programs >= kSplitBelowPrograms) return 1;
-  int64_t const wanted = kTargetPrograms / programs;
-  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));
+  return automatic_splits(a, find_decode(a));
+}
+
+char const* PagedDecode::instance_of(Arguments const& a) {
+  KernelInstance const* decode = find_decode(a);
+  return decode ? decode->name : nullptr;
 }
 
 struct PagedDecode::Plan {
@@ -267,8 +356,8 @@ struct DecodeWorkspace {
 DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance const& decode) {
   auto align = [](size_t x) { return (x + 255) / 256 * 256; };
   int const rows = config(decode).rows;
-  int64_t const splits = device::PagedDecode::splits_of(a);
-  int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, rows) * splits;
+  int64_t const splits = splits_for(a, decode);
+  int64_t const programs = work_items(a, decode, splits);
   DecodeWorkspace w;
   if (splits > 1) {
     w.ml_offset = align(static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float));
@@ -322,10 +411,10 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   if (Status s = fp8attn::detail::get_function(*driver, *instances.decode, &plan->decode); !s) return s;
   int const rows = config(*instances.decode).rows;
   int64_t const chunks = row_chunks(a, rows);
-  int const splits = splits_of(a);
+  int const splits = splits_for(a, *instances.decode);
   int const block_n = config(*instances.decode).block_n;
   int64_t const pages = (planned_keys(a, block_n) + a.cache.page_size - 1) / a.cache.page_size;
-  int64_t const programs = int64_t{a.batch} * a.cache.heads_kv * chunks * splits;
+  int64_t const programs = work_items(a, *instances.decode, splits);
   if (programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 decode programs");
   auto* const ws_bytes = static_cast<char*>(workspace);
   // Every split covers the same number of pages of the longest sequence; shorter sequences leave late splits empty.
@@ -371,7 +460,9 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     p.num_items = static_cast<int32_t>(programs);
     int sms = 0;
     if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
-    launch_programs = detail::gluon_decode_grid(programs, instances.decode->shared_bytes, sms);
+    launch_programs = detail::gluon_decode_grid(programs, instances.decode->shared_bytes,
+                                                int64_t{32} * instances.decode->launch_warps,
+                                                config(*instances.decode).max_registers, sms);
     p.pack(plan->decode_params);
   } else {
     generated::PagedDecodeTritonParams p;

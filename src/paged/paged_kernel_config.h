@@ -13,6 +13,8 @@ struct PagedKernelConfig {
   int warps;
   int stages;
   int block_n;   ///< keys per decode iteration (0 for append and combine)
+  bool head_pairs;  ///< Gluon decode: two kv heads per work item (ROWS / 2 rows each; one split, one row chunk)
+  int max_registers;  ///< ptxas's cap on registers per thread (the Gluon decode's; 0: none set)
 };
 
 }  // namespace fp8attn::paged::detail

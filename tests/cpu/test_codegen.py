@@ -329,7 +329,8 @@ class Manifest(unittest.TestCase):
         self.assertEqual(paged_op.gluon_vt_box(128, 64, 128), ([128, 64], 64))
         self.assertEqual(paged_op.gluon_vt_box(16, 64, 128), ([16, 128], 0))
         gluon = [c for c in manifest.instances() if isinstance(c, PagedConfig) and c.family == "gluon"]
-        self.assertEqual(sorted(c.page for c in gluon), [16, 64])
+        # Pages of 64 and 16, and at 64 the head-pair instance.
+        self.assertEqual(sorted((c.page, c.head_pairs) for c in gluon), [(16, False), (64, False), (64, True)])
         for c in gluon:
             _, types, _, _, _ = paged_op.compile_spec(c)
             box, swizzle = paged_op.gluon_vt_box(c.page, c.block_n, c.head_dim)

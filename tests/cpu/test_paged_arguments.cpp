@@ -97,6 +97,52 @@ int main() {
     CHECK(PagedDecode::splits_of(a) == 5, "num_splits given is kept");
   }
   {
+    // MQA (32 query heads on one kv head, bench_decode's case): the 32 rows are one program of the 32-row instance,
+    // so 32 sequences are 32 programs before splitting: 8 splits fill 264 slots (counting the rows in chunks of 16,
+    // as this function once did, gave 4 and left half the slots idle).
+    auto a = decode();
+    a.cache.heads_kv = 1;
+    CHECK(PagedDecode::can_implement(a).ok(), "MQA: " + PagedDecode::can_implement(a).to_string());
+    CHECK(PagedDecode::splits_of(a) == 8, "MQA, 32 sequences at 32k: 32 programs -> 8 splits, got " +
+                                              std::to_string(PagedDecode::splits_of(a)));
+  }
+  {
+    // The heuristic's head-pair pick (src/paged/paged.cpp find_head_pairs): from 256 pairs of kv heads, one token of
+    // GQA 4:1, one split; every condition broken once leaves the one-head instance.
+    auto is_pairs = [](PagedDecodeArguments const& a) {
+      char const* name = PagedDecode::instance_of(a);
+      return name != nullptr && std::string(name).find("_pairs") != std::string::npos;
+    };
+    auto a = decode(64);  // 64 x 8 kv heads = 256 pairs
+    CHECK(is_pairs(a), std::string("batch 64: the head-pair instance, got ") + PagedDecode::instance_of(a));
+    CHECK(PagedDecode::can_implement(a).ok(), "pairs: " + PagedDecode::can_implement(a).to_string());
+    CHECK(PagedDecode::splits_of(a) == 1, "pairs: one split, got " + std::to_string(PagedDecode::splits_of(a)));
+    CHECK(PagedDecode::get_workspace_size(a) == 0, "pairs: no partials");
+    a.batch = 128;
+    CHECK(is_pairs(a), "batch 128: the head-pair instance");
+    a.num_splits = 1;
+    CHECK(is_pairs(a), "num_splits=1 given: still pairs");
+    a.num_splits = 2;
+    CHECK(!is_pairs(a), "num_splits=2: not pairs");
+    CHECK(PagedDecode::can_implement(a).ok(), "num_splits=2: " + PagedDecode::can_implement(a).to_string());
+    a = decode(63);  // 252 pairs
+    CHECK(!is_pairs(a), "batch 63 (252 pairs, below kPairMinItems): not pairs");
+    a = decode(128);
+    a.softcap = 30.0f;
+    CHECK(!is_pairs(a), "soft-capping (no Gluon decode): not pairs");
+    a = decode(128, 2);  // 2 tokens x group 4 = 8 rows per kv head, more than half of 8
+    CHECK(!is_pairs(a), "8 rows per kv head: not pairs");
+    a = decode(128);
+    a.heads_q = 28;
+    a.cache.heads_kv = 7;
+    CHECK(!is_pairs(a), "odd heads_kv: not pairs");
+    a = decode(128);
+    a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s4_gluon";
+    CHECK(std::string(PagedDecode::instance_of(a)) == a.kernel_name, "kernel_name given wins");
+    a = decode(32);  // 128 pairs: one CTA per SM, slower than the one-head instance (3.21 / 4.38 TB/s)
+    CHECK(!is_pairs(a), "batch 32: not pairs");
+  }
+  {
     auto a = decode(4, 8);  // 8 speculative tokens x group 4 = 32 rows: the 64-row instance
     std::string name;
     CHECK(PagedDecode::can_implement(a).ok(), "8 tokens: " + PagedDecode::can_implement(a).to_string());

@@ -14,11 +14,15 @@ namespace {
 
 constexpr int kSms = 132;            // H100 SXM / H200
 constexpr int64_t kThreeFit = 68932;  // the library's 64 keys x 4 stages instance: three CTAs per SM
-constexpr int64_t kFourFit = 52540;   // 64 keys x 3 stages: four
+constexpr int64_t kFourFit = 52540;   // 64 keys x 3 stages: four by shared memory (and by registers with a cap of 64)
 constexpr int64_t kOneFits = 120000;  // more than half of the SM's shared memory
+constexpr int64_t kThreads = 256, kRegisters = 80;  // the library's Gluon decode: 8 launched warps, 80 registers
+// The 8-warp consumer instances: 12 launched warps x 80 registers, two CTAs by registers (three by shared memory).
+constexpr int64_t kWideShared = 72260, kWideThreads = 384;
 
-void expect(int64_t items, int64_t shared, int64_t want, char const* why) {
-  int64_t const got = gluon_decode_grid(items, shared, kSms);
+void expect(int64_t items, int64_t shared, int64_t want, char const* why, int64_t threads = kThreads,
+            int64_t registers = kRegisters) {
+  int64_t const got = gluon_decode_grid(items, shared, threads, registers, kSms);
   CHECK(got == want, std::string(why) + ": " + std::to_string(items) + " items, " + std::to_string(shared) +
                          " B shared -> " + std::to_string(got) + " programs, expected " + std::to_string(want));
 }
@@ -38,15 +42,22 @@ int main() {
   expect(100, kThreeFit, 100, "a small batch");
   expect(1, kThreeFit, 1, "one item");
   // Four fit: 1024 items in two rounds of 528 (97%) ties with four of 264; the tie goes to four per SM.
-  expect(1024, kFourFit, 512, "four per SM");
+  expect(1024, kFourFit, 512, "four per SM", kThreads, 64);
+  expect(1024, kFourFit, 256, "four by shared memory, three by registers (80)");
   // 1200 items: three rounds of 528 or four of 396 (76% busy either way), five of 264 (91%).
-  expect(1200, kFourFit, 240, "two per SM although four fit");
+  expect(1200, kFourFit, 240, "two per SM although four fit", kThreads, 64);
   // Only one CTA fits: one program per SM, never more than can be resident.
   expect(5000, kOneFits, kSms, "one fits");
   expect(133, kOneFits, 67, "one fits, two rounds");
+  // Registers: 396 items would be one round of three per SM by shared memory alone, but only two CTAs of 384
+  // threads x 80 registers fit: two rounds of 264 slots, 198 programs (396 would leave 132 waiting for a slot).
+  expect(396, kWideShared, 198, "two fit by registers", kWideThreads);
+  expect(396, kWideShared, 396, "no register cap: three by shared memory", kWideThreads, 0);
+  expect(1024, kWideShared, 256, "(128, 4k), two fit by registers", kWideThreads);
   for (int64_t items = 1; items <= 5000; items += 37) {
-    for (int64_t shared : {kThreeFit, kFourFit, kOneFits}) {
-      int64_t const got = gluon_decode_grid(items, shared, kSms);
+    for (int64_t shared : {kThreeFit, kFourFit, kOneFits, kWideShared}) {
+      int64_t const threads = shared == kWideShared ? kWideThreads : kThreads;
+      int64_t const got = gluon_decode_grid(items, shared, threads, kRegisters, kSms);
       CHECK(got >= 1 && got <= items && got <= 4 * kSms, std::to_string(items) + " items: " + std::to_string(got));
       // Balanced: one program fewer would need another round (so each walks `rounds` or `rounds - 1` items).
       int64_t const rounds = (items + got - 1) / got;

@@ -78,6 +78,9 @@ class PagedDecode {
   static size_t get_workspace_size(Arguments const& args);
   /// The splits the arguments get (num_splits, or the automatic choice).
   static int splits_of(Arguments const& args);
+  /// The decode instance the arguments would run (kernel_name, or the heuristic's pick; null when none is
+  /// compiled), before can_implement's checks of it.
+  static char const* instance_of(Arguments const& args);
   Status initialize(Arguments const& args, void* workspace, StreamHandle stream = nullptr);
   Status run(StreamHandle stream = nullptr);
   Status operator()(Arguments const& args, void* workspace, StreamHandle stream = nullptr);
