@@ -419,7 +419,8 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f, false); !s) return s;
   }
   float const* const descale = a.static_descale ? a.static_descale : a.descale;
-  if (Status s = add(*instances.apply, bh * blocks, "quantize apply",
+  int64_t const per_program = std::max(1, config(*instances.apply).blocks);
+  if (Status s = add(*instances.apply, bh * ((blocks + per_program - 1) / per_program), "quantize apply",
                      [&](runtime::ParamPack& p) {
                        generated::QuantizeApplyTritonParams ap;
                        ap.X = a.input.ptr;
