@@ -277,14 +277,6 @@ def _extra_instances():
     # measured in the library: picked only by name.
     rows += [PagedConfig("decode", 64, 128, 32, 4, 4, block_n=64, family="gluon")]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
-    # Two blocks of 64 tokens per apply program (the rotation matrix read once for both, twice the input in flight
-    # per program): not yet measured, picked only by name. ncu (H200, 2026-12-04, D=128 S=2048 B=16): the one-block
-    # int8_qk Q/K applies at 25% occupancy (119 registers), DRAM 38-41%, L1 65%, L2 48-51%, 200-211 us against the
-    # unrotated fp8 ones' 120 us.
-    rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 128 else 4, blocks=2)
-             for out in ("e4m3", "i8") for d in (64, 128)]
-    rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, d, 8 if d == 128 else 4, key_permuted=True,
-                            blocks=2) for d in (64, 128)]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]
     return rows

@@ -32,14 +32,13 @@ class QuantizeConfig:
     warps: int
     key_permuted: bool = False
     family: str = "triton"
-    blocks: int = 1      # apply: blocks of block_s tokens per program (the rotation matrix loaded once for them)
 
     operation = NAME
 
 
 _RE = re.compile(
     rf"fp8attn_{ARCH}_quantize_(?:"
-    r"apply_(?P<ai>bf16|f16)_(?P<ao>e4m3|i8)_(?P<abs>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)(?:_b(?P<ab>\d+))?(?P<kperm>_kperm)?"
+    r"apply_(?P<ai>bf16|f16)_(?P<ao>e4m3|i8)_(?P<abs>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)(?P<kperm>_kperm)?"
     r"|stats_(?P<si>bf16|f16)_(?P<sbs>\d+)x(?P<sd>\d+)_w(?P<sw>\d+)"
     r"|reduce_f32_w(?P<rw>\d+)"
     r"|rotation_(?P<ri>bf16|f16)_w(?P<row>\d+))")
@@ -48,7 +47,7 @@ _RE = re.compile(
 def name_of(c: QuantizeConfig) -> str:
     if c.stage == "apply":
         name = f"fp8attn_{ARCH}_quantize_apply_{c.in_dtype}_{c.out_dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
-        return name + (f"_b{c.blocks}" if c.blocks > 1 else "") + ("_kperm" if c.key_permuted else "")
+        return name + ("_kperm" if c.key_permuted else "")
     if c.stage == "stats":
         return f"fp8attn_{ARCH}_quantize_stats_{c.in_dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
     if c.stage == "rotation":
@@ -61,8 +60,7 @@ def parse(name: str):
     if not m:
         return None
     if m["ai"]:
-        return QuantizeConfig("apply", m["ai"], m["ao"], int(m["abs"]), int(m["ad"]), int(m["aw"]), bool(m["kperm"]),
-                              blocks=int(m["ab"] or 1))
+        return QuantizeConfig("apply", m["ai"], m["ao"], int(m["abs"]), int(m["ad"]), int(m["aw"]), bool(m["kperm"]))
     if m["si"]:
         return QuantizeConfig("stats", m["si"], "", int(m["sbs"]), int(m["sd"]), int(m["sw"]))
     if m["ri"]:
@@ -137,10 +135,8 @@ def compile_spec(c: QuantizeConfig):
             raise ValueError(f"{name_of(c)}: kperm needs whole 32-key blocks")
         types = {"X": _TRITON_TYPE[c.in_dtype], "Out": _TRITON_TYPE[c.out_dtype], "Descale": "*fp32",
                  "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
-        if c.blocks < 1 or c.blocks & (c.blocks - 1):
-            raise ValueError(f"{name_of(c)}: blocks per program must be a power of two")
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
-                      "KEY_PERMUTED": c.key_permuted, "BLOCKS": c.blocks}
+                      "KEY_PERMUTED": c.key_permuted}
     return params, types, constexprs, c.warps, 1
 
 
@@ -153,8 +149,7 @@ def requires(c: QuantizeConfig):
     up to ROTATION_TABLE_MAX_HEAD_DIM, the rotation matrix in its input type."""
     if c.stage != "apply":
         return []
-    # The statistics stage's own warps (the apply's may differ: blocks per program), as the default set has them.
-    needed = [QuantizeConfig("stats", c.in_dtype, "", c.block_s, c.head_dim, 8 if c.head_dim == 256 else 4),
+    needed = [QuantizeConfig("stats", c.in_dtype, "", c.block_s, c.head_dim, c.warps),
               QuantizeConfig("reduce", "f32", "", 0, 0, 4)]
     if c.head_dim <= ROTATION_TABLE_MAX_HEAD_DIM:
         needed.append(QuantizeConfig("rotation", c.in_dtype, "", 0, 0, 4))
@@ -171,4 +166,4 @@ def cpp_config(c: QuantizeConfig):
     return ("quant::detail::QuantizeKernelConfig",
             f"{{quant::detail::QuantizeStage::{_CPP_STAGE[c.stage]}, {_CPP_TYPE[c.in_dtype]}, "
             f"{_CPP_TYPE[c.out_dtype]}, {c.block_s}, {c.head_dim}, {c.warps}, {'true' if c.key_permuted else 'false'}, "
-            f"{REDUCE_WIDTH}, {c.blocks}}}")
+            f"{REDUCE_WIDTH}}}")

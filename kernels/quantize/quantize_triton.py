@@ -178,41 +178,6 @@ def _finite_amax(y):
 
 
 @triton.jit
-def _scaled(y, descale):
-    """y / descale for one scalar descale: one reciprocal (correctly rounded) and a multiply an element (y / descale
-    was div.full.f32: a multiply and its range scaling, three instructions an element); a descale below 2^-128,
-    whose reciprocal overflows, keeps the division."""
-    inv = tl.math.div_rn(1.0, descale)
-    if inv < float("inf"):
-        z = y * inv
-    else:
-        z = y / descale
-    return z
-
-
-@triton.jit
-def _scaled_per_block(y, Descale, blk0, num_blocks, qmax, BLOCK_S: tl.constexpr, BLOCKS: tl.constexpr):
-    """y [BLOCK_S * BLOCKS, D] scaled by each block's own descale (its finite amax / qmax, 1 if 0), which is
-    written to Descale[blk0 + p] for the blocks before num_blocks; _finite_amax's rule, per block."""
-    part = tl.arange(0, BLOCK_S * BLOCKS) // BLOCK_S
-    row_amax = tl.max(tl.abs(y), axis=1)
-    if not (tl.max(row_amax, axis=0) < float("inf")):
-        row_amax = tl.max(tl.where(tl.abs(y) < float("inf"), tl.abs(y), 0.0), axis=1)
-    row_descale = tl.zeros([BLOCK_S * BLOCKS], dtype=tl.float32)
-    for p in tl.static_range(BLOCKS):
-        amax = tl.max(tl.where(part == p, row_amax, 0.0), axis=0)
-        descale = tl.where(amax > 0.0, amax / qmax, 1.0)
-        tl.store(Descale + blk0 + p, descale, mask=blk0 + p < num_blocks)
-        row_descale = tl.where(part == p, descale, row_descale)
-    row_inv = tl.math.div_rn(1.0, row_descale)
-    if tl.max(row_inv, axis=0) < float("inf"):
-        z = y * row_inv[:, None]
-    else:
-        z = y / row_descale[:, None]
-    return z
-
-
-@triton.jit
 def quantize_rotation_kernel(Rotation, width, seed, WIDTH: tl.constexpr, ROWS: tl.constexpr = 16):
     """One program: Rotation[i, j] = sign(i) * (-1)^popcount(i & j) for i, j < width (a power of two <= WIDTH),
     row-major with row stride width, in Rotation's type (+-1 is exact in bf16 and fp16). Sylvester's H_width is
@@ -284,43 +249,33 @@ def quantize_apply_kernel(
     seqlen, heads, num_blocks, seed, rotate, smooth, per_block, group, seqlen_pad, vt,
     stride_xb, stride_xh, stride_xs, stride_ob, stride_oh, stride_os,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, OUT_INT8: tl.constexpr, KEY_PERMUTED: tl.constexpr,
-    BLOCKS: tl.constexpr = 1,
 ):
-    """Quantizes BLOCKS consecutive blocks of BLOCK_S tokens of one (batch, head): the program count is
-    batch * heads * ceil(num_blocks / BLOCKS). per_block != 0: each block's descale (finite amax / QMAX, 1 if 0) is
-    computed and written to Descale[b, h, blk]; else Descale[(b * heads + h) // group] is read (per tensor: group
-    = batch * heads). vt == 0: Out[b, s, h, :] with the given strides; vt != 0: Out is V^T [b, h, HEAD_DIM,
-    seqlen_pad], packed, positions in [seqlen, seqlen_pad) written with zeros (KEY_PERMUTED: the Gluon kernel's key
-    order). BLOCKS > 1 loads the rotation matrix once for that many blocks and puts twice the bytes in flight per
-    program (the one-block program read 32 KB of the matrix for 16 KB of input at D=128)."""
-    if BLOCKS == 1:
-        pid, blk0, bh, b, h = _program(num_blocks, heads)
-    else:
-        pid = tl.program_id(0)
-        per_bh = (num_blocks + BLOCKS - 1) // BLOCKS
-        bh = pid // per_bh
-        blk0 = (pid % per_bh) * BLOCKS
-        b = bh // heads
-        h = bh % heads
-    y, rows, offs = _load_transformed(X, b, h, blk0 * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean,
-                                      Rotation, heads, seed, rotate, smooth, KEY_PERMUTED, HEAD_DIM,
-                                      BLOCK_S * BLOCKS, inv_sqrt(HEAD_DIM))
+    """per_block != 0: this block's descale (finite amax / QMAX, 1 if 0) is computed and written to
+    Descale[b, h, blk]; else Descale[(b * heads + h) // group] is read (per tensor: group = batch * heads).
+    vt == 0: Out[b, s, h, :] with the given strides; vt != 0: Out is V^T [b, h, HEAD_DIM, seqlen_pad], packed,
+    positions in [seqlen, seqlen_pad) written with zeros (KEY_PERMUTED: the Gluon kernel's key order)."""
+    pid, blk, bh, b, h = _program(num_blocks, heads)
+    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean,
+                                      Rotation, heads, seed, rotate, smooth, KEY_PERMUTED, HEAD_DIM, BLOCK_S,
+                                      inv_sqrt(HEAD_DIM))
     if OUT_INT8:
         qmax = _INT8_MAX
     else:
         qmax = _E4M3_MAX
-    if BLOCKS == 1:
-        if per_block != 0:
-            amax = _finite_amax(y)
-            descale = tl.where(amax > 0.0, amax / qmax, 1.0)
-            tl.store(Descale + pid, descale)
-        else:
-            descale = tl.load(Descale + bh // group)
-        z = _scaled(y, descale)
-    elif per_block != 0:
-        z = _scaled_per_block(y, Descale + bh.to(tl.int64) * num_blocks, blk0, num_blocks, qmax, BLOCK_S, BLOCKS)
+    if per_block != 0:
+        amax = _finite_amax(y)
+        descale = tl.where(amax > 0.0, amax / qmax, 1.0)
+        tl.store(Descale + pid, descale)
     else:
-        z = _scaled(y, tl.load(Descale + bh // group))
+        descale = tl.load(Descale + bh // group)
+    # One reciprocal a block (correctly rounded) and a multiply an element (y / descale was div.full.f32: a
+    # multiply and its range scaling, three instructions an element); a descale below 2^-128, whose reciprocal
+    # overflows, keeps the division.
+    inv = tl.math.div_rn(1.0, descale)
+    if inv < float("inf"):
+        z = y * inv
+    else:
+        z = y / descale
     if OUT_INT8:
         # NaN -> 0 (int8 has no NaN), saturate, then round to the nearest integer, ties to even, by adding 1.5 * 2^23:
         # the sum's bits are 0x4B400000 + the integer (|z| <= 127), whose low byte is the int8 itself, so a

@@ -419,8 +419,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f, false); !s) return s;
   }
   float const* const descale = a.static_descale ? a.static_descale : a.descale;
-  int64_t const per_program = std::max(1, config(*instances.apply).blocks);
-  if (Status s = add(*instances.apply, bh * ((blocks + per_program - 1) / per_program), "quantize apply",
+  if (Status s = add(*instances.apply, bh * blocks, "quantize apply",
                      [&](runtime::ParamPack& p) {
                        generated::QuantizeApplyTritonParams ap;
                        ap.X = a.input.ptr;

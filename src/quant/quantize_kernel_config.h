@@ -16,7 +16,6 @@ struct QuantizeKernelConfig {
   int warps;
   bool key_permuted;  ///< apply writes V^T in the vkperm key order
   int reduce_width;   ///< the reduce stage's widest row (its WIDTH constexpr)
-  int blocks;         ///< apply: blocks of block_s tokens per program (1 for the other stages)
 };
 
 }  // namespace fp8attn::quant::detail

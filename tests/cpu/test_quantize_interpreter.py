@@ -88,9 +88,8 @@ class Quantizer:
     """The launches of src/quant/quantize.cpp for one tensor, on host buffers."""
 
     def __init__(self, x, *, out_dtype="e4m3", granularity="tensor", heads_kv=None, smooth=False, rotate=False,
-                 seed=0, layout="bshd", static_descale=None, blocks_per_program=1):
+                 seed=0, layout="bshd", static_descale=None):
         self.x, self.out_dtype, self.granularity = x, out_dtype, granularity
-        self.per_program = blocks_per_program
         self.smooth, self.rotate, self.seed, self.layout = smooth, rotate, seed, layout
         self.static = static_descale
         b, s, h, d = x.size()
@@ -136,10 +135,10 @@ class Quantizer:
             out = HostTensor(np.full((b, h, d, self.seqlen_pad), 0x7F, storage), name)
             so = dict(stride_ob=0, stride_oh=0, stride_os=0)
         launch(
-            qk.quantize_apply_kernel, bh * triton.cdiv(nb, self.per_program),
+            qk.quantize_apply_kernel, bh * nb,
             X=x, Out=out, Descale=descale, Mean=mean, per_block=int(self.granularity == "block"), group=group,
             seqlen_pad=self.seqlen_pad, vt=int(self.layout != "bshd"), OUT_INT8=self.out_dtype == "i8",
-            KEY_PERMUTED=self.layout == "vt_kperm", BLOCKS=self.per_program, **common, **so)
+            KEY_PERMUTED=self.layout == "vt_kperm", **common, **so)
         self.mean = mean.array.reshape(b, h, d)
         values = out.array.astype(np.float64) if self.out_dtype == "i8" else decode_e4m3(out.array)
         return values, descale.array
@@ -264,27 +263,6 @@ class Layouts(unittest.TestCase):
             self.assertTrue(np.array_equal(out, padded[:, order].transpose(0, 2, 3, 1)), layout)
             if layout == "vt_kperm":  # the checker can fail: the plain order is not the permuted one
                 self.assertFalse(np.array_equal(out, padded.transpose(0, 2, 3, 1)))
-
-
-class BlocksPerProgram(unittest.TestCase):
-    """Two blocks of 64 tokens per apply program (the rotation matrix read once for both) write the bytes and
-    descales of one block per program: an odd number of blocks (the second half of the last program past the
-    end), a partial last block, Inf and NaN in a second half."""
-
-    def test_two_blocks_match_one(self):
-        rng = np.random.default_rng(8)
-        values = rng.standard_normal((1, 150, 3, 64)) * 3
-        values[0, 100, 1, 3], values[0, 70, 0, 9] = np.inf, np.nan  # head 2 stays finite (smoothing spreads NaN)
-        x, _ = bf16_input(values)
-        recipes = [dict(out_dtype="i8", granularity="block", smooth=True, rotate=True, seed=3),
-                   dict(granularity="block"), dict(granularity="tensor"),
-                   dict(granularity="block", layout="vt_kperm")]
-        for recipe in recipes:
-            one, d1 = Quantizer(x, **recipe).run()
-            two, d2 = Quantizer(x, blocks_per_program=2, **recipe).run()
-            self.assertTrue(np.array_equal(one, two, equal_nan=True), recipe)
-            self.assertTrue(np.array_equal(d1, d2, equal_nan=True), recipe)
-            self.assertTrue(np.isfinite(d2).all(), f"{recipe}: every descale written")
 
 
 class EdgeCases(unittest.TestCase):

@@ -178,10 +178,9 @@ def apply_instances(d, dtype, kperm):
 
 @pytest.mark.parametrize("d", [64, 128])
 def test_every_apply_instance_same_bits(d, seed):
-    """Every compiled apply instance forced by name (one or more blocks of 64 tokens per program) writes the same
-    bytes and descales as the library's pick: int8 per block rotated and smoothed, e4m3 per block, per tensor,
-    and V^T in both key orders; lengths with an odd number of blocks and a partial last block, Inf and NaN in a
-    block of the second half of a program."""
+    """Every compiled apply instance forced by name (kernel_name) writes the same bytes and descales as the
+    library's pick: int8 per block rotated and smoothed, e4m3 per block, per tensor, and V^T in both key orders;
+    an odd number of blocks and a partial last block, Inf and NaN inputs. A name that is not compiled is refused."""
     x = x_of((2, 1000, 3, d), seed)
     x[1, 900, 2, 3], x[0, 70, 1, 0] = float("inf"), float("nan")
     recipes = [dict(dtype="int8", granularity="block", smooth=True, rotate=True, seed=7),
