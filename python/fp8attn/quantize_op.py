@@ -17,7 +17,7 @@ BLOCK_TOKENS = _ext.QUANTIZE_BLOCK_TOKENS
 
 
 def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=False, rotate=False, seed=0,
-             layout="bshd", descale=None):
+             layout="bshd", descale=None, kernel_name=None):
     """(x_q, descale) for x [B, S, H, D] (bfloat16 or float16, head_dim contiguous), quantized on the GPU.
 
     dtype: "e4m3" (torch.float8_e4m3fn) or "int8" (symmetric, -127..127).
@@ -32,6 +32,8 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
         as v, "vt_kperm" in the key order of fmha_fwd(..., v_key_permuted=True) (no transpose at attention time).
     descale: a static (calibrated) float32 descale, per tensor [1] or per head [B, heads_kv], used instead of
         computing one (values beyond the range saturate); it is returned as given.
+    kernel_name: force one compiled apply instance (fp8attn.list_operations(), "quantize_apply" names), e.g. to
+        compare them; default: the library's pick.
     """
     if granularity not in _GRANULARITIES:
         raise ValueError(f"granularity={granularity!r}: expected one of {sorted(_GRANULARITIES)}")
@@ -57,7 +59,7 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
     stream, current = _fmha._stream_and_device(x)
     call = (x, storage, computed, static, _GRANULARITIES[granularity], _LAYOUTS[layout], heads_kv if granularity == "head"
             else 0, bool(smooth), bool(rotate), int(seed) & 0xFFFFFFFF, stream, _fmha._workspace_alloc,
-            _fmha._workspace_free)
+            _fmha._workspace_free, "" if kernel_name is None else str(kernel_name))
     if current:
         _ext.quantize(*call)
     else:

@@ -437,7 +437,7 @@ void transpose_v(nb::handle v_obj, nb::handle vt_obj, bool key_permuted, bool bh
 /// Returns the workspace through allocate/release as fmha_fwd does.
 void quantize(nb::handle x_obj, nb::handle out_obj, nb::handle descale_obj, nb::handle static_obj, int granularity,
               int layout, int heads_kv, bool smooth, bool rotate, uint32_t seed, uintptr_t stream_handle,
-              nb::handle allocate, nb::handle release) {
+              nb::handle allocate, nb::handle release, std::string const& kernel_name) {
   using fp8attn::quant::Granularity;
   using fp8attn::quant::OutputLayout;
   TensorView x = read("x", x_obj), out = read("out", out_obj);
@@ -469,6 +469,7 @@ void quantize(nb::handle x_obj, nb::handle out_obj, nb::handle descale_obj, nb::
   a.smooth = smooth;
   a.rotate = rotate;
   a.rotation_seed = seed;
+  a.kernel_name = kernel_name;
   a.input = tensor_ref(x);
   if (a.layout == OutputLayout::kBSHD) {
     check_rank("out", out, 4, "[batch, seqlen, heads, head_dim]");
@@ -808,6 +809,7 @@ NB_MODULE(_fp8attn_ext, m) {
 
   m.def("quantize", &quantize, "x"_a, "out"_a, "descale"_a.none(), "static_descale"_a.none(), "granularity"_a,
         "layout"_a, "heads_kv"_a, "smooth"_a, "rotate"_a, "seed"_a, "stream"_a, "allocate"_a, "release"_a,
+        "kernel_name"_a = "",
         "BF16/FP16 x -> e4m3/int8 `out` and float32 `descale` on `stream` (fp8attn.quantize is the Python API).\n"
         "granularity: 0 tensor, 1 head, 2 block; layout: 0 bshd, 1 vt, 2 vt_kperm.");
   m.attr("QUANTIZE_BLOCK_TOKENS") = fp8attn::quant::kQuantizeBlockTokens;

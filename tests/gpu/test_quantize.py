@@ -169,6 +169,36 @@ def test_non_finite_inputs_and_static_descale(seed):
     assert torch.equal(qs.float()[keep], z.to(torch.float8_e4m3fn).float()[keep]), "static: x / descale, saturated"
 
 
+def apply_instances(d, dtype, kperm):
+    tag = "i8" if dtype == "int8" else "e4m3"
+    return sorted(o["name"] for o in fp8attn.list_operations()
+                  if isinstance(o, dict) and o["name"].startswith(f"fp8attn_sm90_quantize_apply_bf16_{tag}_")
+                  and f"x{d}_" in o["name"] and o["name"].endswith("_kperm") == kperm)
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_every_apply_instance_same_bits(d, seed):
+    """Every compiled apply instance forced by name (kernel_name) writes the same bytes and descales as the
+    library's pick: int8 per block rotated and smoothed, e4m3 per block, per tensor, and V^T in both key orders;
+    an odd number of blocks and a partial last block, Inf and NaN inputs. A name that is not compiled is refused."""
+    x = x_of((2, 1000, 3, d), seed)
+    x[1, 900, 2, 3], x[0, 70, 1, 0] = float("inf"), float("nan")
+    recipes = [dict(dtype="int8", granularity="block", smooth=True, rotate=True, seed=7),
+               dict(dtype="e4m3", granularity="block"), dict(dtype="e4m3", granularity="tensor", rotate=True),
+               dict(dtype="e4m3", granularity="tensor", layout="vt"),
+               dict(dtype="e4m3", granularity="block", layout="vt_kperm")]
+    for recipe in recipes:
+        names = apply_instances(d, recipe["dtype"], recipe.get("layout") == "vt_kperm")
+        want, want_d = fp8attn.quantize(x, **recipe)
+        for name in names:
+            got, got_d = fp8attn.quantize(x, kernel_name=name, **recipe)
+            torch.cuda.synchronize()
+            assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), f"{name}, {recipe}: bytes differ"
+            assert torch.equal(got_d, want_d), f"{name}, {recipe}: descales differ"
+    with pytest.raises(ValueError, match="kernel_name=nope"):
+        fp8attn.quantize(x, kernel_name="nope")
+
+
 def test_errors(seed):
     x = x_of((1, 64, 2, 64), seed)
     with pytest.raises(ValueError, match="x: dtype torch.float8_e4m3fn"):
