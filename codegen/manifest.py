@@ -272,9 +272,9 @@ def _extra_instances():
     # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
     # (at D=128 ptxas spills 33 registers inside the loop).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
-    # MQA (32 query heads on one kv head): the Gluon decode with 32 rows at 128 registers (two CTAs per SM), against
-    # the Triton r32 instance the library picks (1.31 TB/s in bench_decode.py, cuDNN BF16 3.18-3.82). Not yet
-    # measured in the library: picked only by name.
+    # MQA (32 query heads on one kv head): the Gluon decode with 32 rows at 128 registers (two CTAs per SM). H200
+    # (2026-12-04, bench_decode.py --instances, batch 32 at 32k, 8 splits): 1.86 TB/s against the Triton r32
+    # instance the library picks, 1.85: a tie, so picked only by name.
     rows += [PagedConfig("decode", 64, 128, 32, 4, 4, block_n=64, family="gluon")]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
