@@ -31,7 +31,7 @@ def apply_instances(fp8attn, d, recipe):
     kperm = recipe.get("layout") == "vt_kperm"
     return sorted(o["name"] for o in fp8attn.list_operations()
                   if isinstance(o, dict) and o["name"].startswith(f"fp8attn_sm90_quantize_apply_bf16_{tag}_")
-                  and f"x{d}_" in o["name"] and o["name"].endswith("_kperm") == kperm)
+                  and f"x{d}_" in o["name"] and ("_kperm" in o["name"]) == kperm)
 
 
 def main():
