@@ -9,7 +9,10 @@ provider's TFLOP/s over the same window:
     PYTHONPATH=build/python python3 bench/clock_under_load.py [--seconds 3] [--csv out.csv]
 
 Providers: fp8attn FP8 (V^T given, key-permuted: the attention kernel alone), fp8attn BF16, PyTorch SDPA BF16 (the
-cuDNN backend when torch picks it), at D=128 S=8192, B=4, H=32, full and causal.
+cuDNN backend when torch picks it), and cuDNN FP8 through JAX (bench_vs_cudnn.py's worker in its own process, timed
+there; the clock and power are the medians of the samples taken while the card drew at least half its power limit,
+which leaves out JAX's start-up and compilation), at D=128 S=8192, B=4, H=32, full and causal. Whether cuDNN FP8
+also runs at the power limit says what a faster FP8 kernel must save: energy per tile, not only cycles.
 """
 
 import argparse
@@ -83,13 +86,57 @@ def providers(causal):
     }
 
 
+def cudnn_fp8(causal, seconds):
+    """cuDNN FP8 back to back for about `seconds` in bench_vs_cudnn.py's JAX worker; returns a row like main's, or
+    one with a failure."""
+    import json
+    import os
+    import tempfile
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_vs_cudnn as bvc
+
+    cfg = bvc.Config(batch=4, heads_q=32, heads_kv=32, seqlen=8192, head_dim=128, causal=causal)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec, out = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
+        # The worker times `repeats` samples of up to 200 calls each (~0.6 ms a call here): about `seconds` of calls.
+        repeats = max(3, int(seconds * 1e3 / (200 * 0.6)))
+        with open(spec, "w") as f:
+            json.dump({"configs": [vars(cfg)], "warmup": 20, "repeats": repeats, "target_ms": 1e6, "error": False}, f)
+        sampler = Sampler()
+        sampler.start()
+        proc = subprocess.run([sys.executable, bvc.__file__, "--jax-worker", spec, "--jax-out", out],
+                              env=dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false"), capture_output=True,
+                              text=True, timeout=600)
+        samples = sampler.stop()
+        result = json.load(open(out))["results"][0] if os.path.exists(out) else {}
+    if proc.returncode != 0 or "ms" not in result:
+        return dict(provider="cudnn-fp8", causal=int(causal),
+                    failure=(result.get("failure") or proc.stderr.strip()[-300:] or "no result"))
+    busy = [r for r in samples if r[2] >= 0.5 * r[3]] or samples
+    return dict(provider="cudnn-fp8", causal=int(causal), tflops=cfg.flops / (result["ms"] * 1e-3) * 1e-12,
+                sm_clock_mhz=statistics.median(r[0] for r in busy), max_sm_clock_mhz=busy[0][1],
+                power_w=statistics.median(r[2] for r in busy), power_limit_w=busy[0][3], samples=len(busy))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--csv", default="")
+    ap.add_argument("--no-cudnn-fp8", action="store_true", help="leave out cuDNN FP8 (JAX)")
     args = ap.parse_args()
     rows = []
     for causal in (False, True):
+        if not args.no_cudnn_fp8:
+            row = cudnn_fp8(causal, args.seconds)
+            rows.append(row)
+            if "failure" in row:
+                print(f"    cudnn-fp8 causal={int(causal)}: failed: {row['failure']}", flush=True)
+            else:
+                print(f"{'cudnn-fp8':>13} causal={int(causal)}: {row['tflops']:7.1f} TFLOP/s, SM clock "
+                      f"{row['sm_clock_mhz']:6.0f} MHz (max {row['max_sm_clock_mhz']:.0f}), power {row['power_w']:5.0f} W "
+                      f"(limit {row['power_limit_w']:.0f}), {row['samples']} samples at >= half the limit", flush=True)
+            time.sleep(2)
         flops, fns = providers(causal)
         for name, fn in fns.items():
             sampler = Sampler()
@@ -111,7 +158,7 @@ def main():
             time.sleep(2)  # let the card cool a little between providers, as the benchmark does not
     if args.csv:
         with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
             w.writeheader()
             w.writerows(rows)
     return 0

@@ -25,8 +25,9 @@
 #              name (~4 min)
 #   stages     bench/mode_stage_times.py: every kernel of one fp8 / fp8_smooth_rotate / int8_qk call and its time, at
 #              D=64 S=8192 and D=128 S=2048 (~1 min)
-#   clocks     bench/clock_under_load.py: SM clock and board power while fp8attn FP8 / BF16 and SDPA BF16 run back to
-#              back at D=128 S=8192 (whether the card holds its clock or its power limit holds it back) (~40 s)
+#   clocks     bench/clock_under_load.py: SM clock and board power while cuDNN FP8 (JAX), fp8attn FP8 / BF16 and SDPA
+#              BF16 run back to back at D=128 S=8192 (whether the card holds its clock or its power limit holds it
+#              back) (~1 min)
 #   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
 #              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
 #              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
