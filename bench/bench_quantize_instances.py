@@ -1,5 +1,6 @@
 """Every compiled quantize apply instance forced by name beside the library's pick (fp8attn.quantize(...,
-kernel_name=NAME)), timed interleaved on the same input, on the recipes the accuracy modes run: int8 per 64-token
+kernel_name=NAME)), timed interleaved on the same input (candidates come from a build of the manifest's extra set;
+the default set has only the pick), on the recipes the accuracy modes run: int8 per 64-token
 block with rotation (Q of int8_qk) and with smoothing too (its K), e4m3 per tensor (fp8's Q and K), e4m3 V^T in the
 key-permuted order (every FP8 mode's V). Each forced output is checked byte for byte against the pick's first.
 

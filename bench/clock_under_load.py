@@ -99,20 +99,27 @@ def cudnn_fp8(causal, seconds):
     cfg = bvc.Config(batch=4, heads_q=32, heads_kv=32, seqlen=8192, head_dim=128, causal=causal)
     with tempfile.TemporaryDirectory() as tmp:
         spec, out = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
-        # The worker times `repeats` samples of up to 200 calls each (~0.6 ms a call here): about `seconds` of calls.
-        repeats = max(3, int(seconds * 1e3 / (200 * 0.6)))
+        # The worker times `repeats` samples of target_ms each (its call count per sample from a warm-up, at most
+        # 200 calls: 3-5 ms a call here, so the samples are as long as asked): about `seconds` of calls.
+        repeats = 5
         with open(spec, "w") as f:
-            json.dump({"configs": [vars(cfg)], "warmup": 20, "repeats": repeats, "target_ms": 1e6, "error": False}, f)
+            json.dump({"configs": [vars(cfg)], "warmup": 20, "repeats": repeats, "target_ms": seconds * 1e3 / repeats,
+                       "error": False}, f)
         sampler = Sampler()
         sampler.start()
-        proc = subprocess.run([sys.executable, bvc.__file__, "--jax-worker", spec, "--jax-out", out],
-                              env=dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false"), capture_output=True,
-                              text=True, timeout=600)
+        try:
+            proc = subprocess.run([sys.executable, bvc.__file__, "--jax-worker", spec, "--jax-out", out],
+                                  env=dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false"), capture_output=True,
+                                  text=True, timeout=600)
+            why = proc.stderr.strip()[-300:] if proc.returncode != 0 else ""
+        except subprocess.TimeoutExpired:
+            why = "the JAX worker timed out after 600 s"
         samples = sampler.stop()
-        result = json.load(open(out))["results"][0] if os.path.exists(out) else {}
-    if proc.returncode != 0 or "ms" not in result:
-        return dict(provider="cudnn-fp8", causal=int(causal),
-                    failure=(result.get("failure") or proc.stderr.strip()[-300:] or "no result"))
+        # The worker writes its file before its first config, so a worker that died leaves an empty list.
+        results = json.load(open(out)).get("results", []) if os.path.exists(out) else []
+        result = results[0] if results else {}
+    if why or "ms" not in result:
+        return dict(provider="cudnn-fp8", causal=int(causal), failure=(result.get("failure") or why or "no result"))
     busy = [r for r in samples if r[2] >= 0.5 * r[3]] or samples
     return dict(provider="cudnn-fp8", causal=int(causal), tflops=cfg.flops / (result["ms"] * 1e-3) * 1e-12,
                 sm_clock_mhz=statistics.median(r[0] for r in busy), max_sm_clock_mhz=busy[0][1],

@@ -21,10 +21,10 @@ program_id, program_id + num_programs, ... and both partitions count ring iterat
 producer loads the next item's first pages while the consumer finishes the current one (its last blocks, O's
 store, the next Q's load). The host launches 2 or 3 programs per SM (src/paged/decode_grid.h).
 
-HEAD_PAIRS (a switch for bench/sweep_decode.py, off in the library's instances): each work item is a pair of
-adjacent kv heads (b, 2p, 2p + 1) instead of one, for calls whose rows fit half of ROWS (one query token and a
-group of at most ROWS / 2 query heads per kv head, e.g. GQA 32/8 on the r8 instance, which otherwise computes 8
-MMA columns for 4 rows) and need no split. Q's rows 0..ROWS/2-1 are the first head's, the rest the second's; each
+HEAD_PAIRS (the library's `_pairs_gluon` instance, the heuristic's pick from 256 pairs of kv heads; a switch of
+bench/sweep_decode.py too): each work item is a pair of adjacent kv heads (b, 2p, 2p + 1) instead of one, for calls
+whose rows fit half of ROWS (q_len x the query heads per kv head <= ROWS / 2, e.g. GQA 32/8 with one token on the r8
+instance, which otherwise computes 8 MMA columns for 4 rows) and need no split. Q's rows 0..ROWS/2-1 are the first head's, the rest the second's; each
 stage holds both heads' K and V^T slices (the same pages), S^T is taken against each head's K and each column
 keeps its head's product, and O^T likewise: one online softmax over [BLOCK_N, ROWS] per stage for twice the bytes,
 and half as many item boundaries (bench_decode's (64, 8k), (128, 4k)'s bytes in half the items, read ~2% faster).

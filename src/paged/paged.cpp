@@ -42,7 +42,6 @@ constexpr int64_t kMinPagesPerSplit = 4;
 /// stages. H200 (2026-12-04, sweep_decode.py, TB/s, pairs / one head): 256 items (64, 8k) 4.36 / 4.25, 512 (128, 4k)
 /// 4.34 / 4.19, 1024 (256, 2k) 4.08 / 3.95; 128 items (32, 32k) 3.21 / 4.38.
 constexpr int64_t kPairMinItems = 256;
-static_assert(kPairMinItems >= kSplitBelowPrograms, "a pair pick must be a one-split call (automatic_splits)");
 /// New tokens per sequence: 1-8 is decode (speculative tokens); more is chunked prefill (a chunk of new queries
 /// over the cache, its own keys appended first), correct at any size here but each program of 64 query rows
 /// reads the sequence's pages again, so long chunks cost that many passes over the cache.
@@ -248,7 +247,8 @@ int64_t planned_keys(PagedDecodeArguments const& a, int block_n) {
   return std::min<int64_t>(a.max_seqlen, int64_t{a.window_left} + a.q_len + block_n - 1);
 }
 
-/// No compiled decode iteration is longer than this (splits_of plans before an instance is chosen).
+/// No compiled decode iteration is longer than this: the split plan's key count allows for a window's alignment to
+/// the longest iteration, whatever the instance (the same count for every instance keeps the plan simple).
 constexpr int kMaxBlockN = 256;
 
 /// The decode parameters both kernels share (the Triton and the Gluon decode take the same arguments after their
@@ -299,12 +299,11 @@ int automatic_splits(PagedDecodeArguments const& a, KernelInstance const* decode
   int64_t const pages =
       (planned_keys(a, kMaxBlockN) + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
   bool const is_decode = decode && config(*decode).stage == PagedStage::kDecode;
+  // A head-pair instance runs one split only (select refuses more): the automatic count is what it can run.
+  if (is_decode && config(*decode).head_pairs) return 1;
   int const rows = is_decode ? config(*decode).rows : 16;
-  // A head-pair instance's programs each take two kv heads.
-  int const heads_per_program = is_decode && config(*decode).head_pairs ? 2 : 1;
   int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
-                                                    std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows) /
-                                                    heads_per_program);
+                                                    std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows));
   if (programs >= kSplitBelowPrograms) return 1;
   int64_t const wanted = kTargetPrograms / programs;
   return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));

@@ -63,6 +63,13 @@ void expect_error(Args const& a, StatusCode code, std::string const& fragment, s
 
 }  // namespace
 
+bool compiled_op(std::string const& name) {
+  for (auto const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kPaged)) {
+    if (op->description().name == name) return true;
+  }
+  return false;
+}
+
 int main() {
   bool compiled = false;
   for (auto const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kPaged)) {
@@ -106,7 +113,10 @@ int main() {
     CHECK(PagedDecode::splits_of(a) == 8, "MQA, 32 sequences at 32k: 32 programs -> 8 splits, got " +
                                               std::to_string(PagedDecode::splits_of(a)));
   }
-  {
+  bool const pairs_compiled = compiled_op("fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s2_pairs_gluon") &&
+                              compiled_op("fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s4_gluon");
+  if (!pairs_compiled) std::printf("the head-pair checks are not applicable in this build\n");
+  if (pairs_compiled) {
     // The heuristic's head-pair pick (src/paged/paged.cpp find_head_pairs): from 256 pairs of kv heads, one token of
     // GQA 4:1, one split; every condition broken once leaves the one-head instance.
     auto is_pairs = [](PagedDecodeArguments const& a) {
@@ -138,9 +148,18 @@ int main() {
     CHECK(!is_pairs(a), "odd heads_kv: not pairs");
     a = decode(128);
     a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s4_gluon";
-    CHECK(std::string(PagedDecode::instance_of(a)) == a.kernel_name, "kernel_name given wins");
+    char const* named = PagedDecode::instance_of(a);
+    CHECK(named != nullptr && std::string(named) == a.kernel_name, "kernel_name given wins");
     a = decode(32);  // 128 pairs: one CTA per SM, slower than the one-head instance (3.21 / 4.38 TB/s)
     CHECK(!is_pairs(a), "batch 32: not pairs");
+    // Named with automatic splits at a batch that one-head instances would split: the pair instance's one split.
+    a = decode(4);
+    a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s2_pairs_gluon";
+    CHECK(PagedDecode::splits_of(a) == 1, "pairs named, automatic: one split, got " +
+                                              std::to_string(PagedDecode::splits_of(a)));
+    CHECK(PagedDecode::can_implement(a).ok(), "pairs named, automatic splits: " + PagedDecode::can_implement(a).to_string());
+    a.num_splits = 2;
+    expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "runs one split", "pairs named, 2 splits");
   }
   {
     auto a = decode(4, 8);  // 8 speculative tokens x group 4 = 32 rows: the 64-row instance

@@ -178,9 +178,11 @@ def apply_instances(d, dtype, kperm):
 
 @pytest.mark.parametrize("d", [64, 128])
 def test_every_apply_instance_same_bits(d, seed):
-    """Every compiled apply instance forced by name (kernel_name) writes the same bytes and descales as the
-    library's pick: int8 per block rotated and smoothed, e4m3 per block, per tensor, and V^T in both key orders;
-    an odd number of blocks and a partial last block, Inf and NaN inputs. A name that is not compiled is refused."""
+    """fp8attn.quantize(kernel_name=): every compiled apply instance of a recipe forced by name writes the same
+    bytes and descales as the library's pick (int8 per block rotated and smoothed, e4m3 per block, per tensor, V^T in
+    both key orders; an odd number of blocks, a partial last block, Inf and NaN inputs), and a name that is not
+    compiled is refused. The default set has one apply instance per recipe, so there this checks that naming the
+    pick runs it; a build with candidate apply instances (a manifest's extra set) compares each against the pick."""
     x = x_of((2, 1000, 3, d), seed)
     x[1, 900, 2, 3], x[0, 70, 1, 0] = float("inf"), float("nan")
     recipes = [dict(dtype="int8", granularity="block", smooth=True, rotate=True, seed=7),
