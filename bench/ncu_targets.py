@@ -9,6 +9,10 @@ say what bounds a kernel (tensor / exponential / issue / memory), which a timing
     varlen_dense / varlen_packed
               bench_varlen.py's e4m3 32 x 1024 causal point (D=128, H=32), the dense call and the packed one: each
               call launches the V transpose and the attention kernel (the pair where varlen trails dense most)
+    window / window_causal
+              bench_decode.py --window's FP8 pair (S=32768, B=1, H=32, D=128, V^T given in the key-permuted order):
+              causal with a 4k left window, and plain causal: the same instance at 17 against 64.5 key tiles a block
+              on average (issue 9's 3.8x, read 3.53-3.65x), to split a block's fixed cost from its tiles' cost
     apply_fp8 / apply_int8_qk
               one fused accuracy-mode call (fp8attn.modes.attention_fused, BF16 q, k, v) at D=128 S=2048 B=16 H=32,
               where int8_qk's quantize apply passes cost 545 us against fp8's 361 (mode_stage_times.py, 2026-12-04):
@@ -48,6 +52,24 @@ def prefill(causal=True):
     for _ in range(LAUNCHES):
         fp8attn.fmha_fwd(q, k, vt, q_descale=one, k_descale=one, v_descale=one, causal=causal,
                          v_key_permuted=True)
+    torch.cuda.synchronize()
+
+
+def window(window_left=4095):
+    import torch
+
+    import fp8attn
+
+    b, s, h, d = 1, 32768, 32, 128
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+    vt = fp8attn.transpose_v(v, key_permuted=True)
+    one = torch.ones(1, device="cuda")
+    kw = dict(q_descale=one, k_descale=one, v_descale=one, causal=True, v_key_permuted=True,
+              window=(window_left, -1) if window_left >= 0 else None)
+    print("kernel:", fp8attn.select_kernel(q, k, vt, **kw))
+    for _ in range(LAUNCHES):
+        fp8attn.fmha_fwd(q, k, vt, **kw)
     torch.cuda.synchronize()
 
 
@@ -108,7 +130,8 @@ def varlen_packed():
 if __name__ == "__main__":
     targets = {"prefill": prefill, "prefill_full": lambda: prefill(causal=False), "decode": decode,
                "decode_b128": lambda: decode("b128_s4k"), "varlen_dense": varlen_dense, "varlen_packed": varlen_packed,
-               "apply_fp8": lambda: _mode_call("fp8"), "apply_int8_qk": lambda: _mode_call("int8_qk")}
+               "apply_fp8": lambda: _mode_call("fp8"), "apply_int8_qk": lambda: _mode_call("int8_qk"),
+               "window": window, "window_causal": lambda: window(-1)}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:
         sys.exit(f"usage: ncu_targets.py {{{','.join(targets)}}}")
     targets[sys.argv[1]]()

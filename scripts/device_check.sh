@@ -35,7 +35,8 @@
 #              paged decode kernel (32 x 32k), bench/ncu_targets.py: speed of light, pipe utilization (tensor,
 #              exponential), issue slots, warp stall reasons, memory throughput; clocks left alone (~2 min).
 #              NCU_TARGETS overrides the list (ncu_targets.py's varlen_dense / varlen_packed profile a call's V
-#              transpose and attention kernel, decode_b128 the decode at batch 128, 4k, apply_fp8 / apply_int8_qk one
+#              transpose and attention kernel, decode_b128 the decode at batch 128, 4k, window / window_causal the 4k
+#              sliding window at S=32k and plain causal there (the same instance), apply_fp8 / apply_int8_qk one
 #              fused accuracy-mode call's three quantize apply launches at D=128 S=2048 B=16)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
