@@ -161,11 +161,17 @@ def run_window(args):
         if dtype == "e4m3":
             (q, qd), (k, kd), (v, vd) = fp8attn.quantize(q), fp8attn.quantize(k), fp8attn.quantize(v)
             kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
+        def full_and_window(vv, **extra):
+            """The full causal call and the 4k-window one on V (or V^T) vv; extra: more fmha_fwd arguments of the
+            window call (kernel_name) or of both."""
+            window_kw = {**kw, **extra}
+            full_kw = {key: val for key, val in window_kw.items() if key != "kernel_name"}
+            return [lambda: fp8attn.fmha_fwd(q, k, vv, causal=True, **full_kw),
+                    lambda: fp8attn.fmha_fwd(q, k, vv, causal=True, window=(4095, -1), **window_kw)]
+
         # The two calls timed interleaved (samples alternating), so that the machine's drift during the run (clock,
         # power) falls on both: timed one after the other the ratio read 3.45-3.83x over four runs of one tree.
-        full, local = bvc.time_cuda_interleaved(
-            [lambda: fp8attn.fmha_fwd(q, k, v, causal=True, **kw),
-             lambda: fp8attn.fmha_fwd(q, k, v, causal=True, window=(4095, -1), **kw)], args)
+        full, local = bvc.time_cuda_interleaved(full_and_window(v), args)
         rec = {"case": f"window4k_s32k_{dtype}", "full_causal_ms": full, "window_ms": local, "speedup": full / local}
         print(f"{dtype}: full causal {full:.3f} ms, 4k window {local:.3f} ms: {full / local:.2f}x (target >= 3.8x)",
               flush=True)
@@ -174,10 +180,7 @@ def run_window(args):
             # the attention kernels alone, without the V transpose each FP8 call above makes (the same cost in
             # both calls, ~3% of the window's).
             vt = fp8attn.transpose_v(v, key_permuted=True)
-            vkw = dict(kw, v_key_permuted=True)
-            full_vt, local_vt = bvc.time_cuda_interleaved(
-                [lambda: fp8attn.fmha_fwd(q, k, vt, causal=True, **vkw),
-                 lambda: fp8attn.fmha_fwd(q, k, vt, causal=True, window=(4095, -1), **vkw)], args)
+            full_vt, local_vt = bvc.time_cuda_interleaved(full_and_window(vt, v_key_permuted=True), args)
             rec.update(full_causal_vt_ms=full_vt, window_vt_ms=local_vt, speedup_vt=full_vt / local_vt)
             print(f"{dtype}, V^T given: full causal {full_vt:.3f} ms, 4k window {local_vt:.3f} ms: "
                   f"{full_vt / local_vt:.2f}x", flush=True)
@@ -187,10 +190,7 @@ def run_window(args):
                 tag = name.replace("fp8attn_sm90_fmha_fwd_", "")
                 try:
                     # Interleaved with the full causal call, as the row above: each ratio from its own pair.
-                    full_again, ms = bvc.time_cuda_interleaved(
-                        [lambda: fp8attn.fmha_fwd(q, k, v, causal=True, **kw),
-                         lambda: fp8attn.fmha_fwd(q, k, v, causal=True, window=(4095, -1), kernel_name=name, **kw)],
-                        args)
+                    full_again, ms = bvc.time_cuda_interleaved(full_and_window(v, kernel_name=name), args)
                     rec[tag] = ms
                     print(f"    {tag:<60} {ms:.3f} ms: {full_again / ms:.2f}x", flush=True)
                 except Exception as e:  # an instance that refuses the call is recorded, not fatal

@@ -121,9 +121,23 @@ def cudnn_fp8(causal, seconds):
     if why or "ms" not in result:
         return dict(provider="cudnn-fp8", causal=int(causal), failure=(result.get("failure") or why or "no result"))
     busy = [r for r in samples if r[2] >= 0.5 * r[3]] or samples
-    return dict(provider="cudnn-fp8", causal=int(causal), tflops=cfg.flops / (result["ms"] * 1e-3) * 1e-12,
-                sm_clock_mhz=statistics.median(r[0] for r in busy), max_sm_clock_mhz=busy[0][1],
-                power_w=statistics.median(r[2] for r in busy), power_limit_w=busy[0][3], samples=len(busy))
+    return load_row("cudnn-fp8", causal, cfg.flops / (result["ms"] * 1e-3) * 1e-12, busy)
+
+
+def load_row(provider, causal, tflops, samples):
+    """A provider's row: its TFLOP/s and the median SM clock and power of `samples` (nvidia-smi rows)."""
+    return dict(provider=provider, causal=int(causal), tflops=tflops,
+                sm_clock_mhz=statistics.median(r[0] for r in samples), max_sm_clock_mhz=samples[0][1],
+                power_w=statistics.median(r[2] for r in samples), power_limit_w=samples[0][3], samples=len(samples))
+
+
+def print_row(row):
+    if "failure" in row:
+        print(f"{row['provider']:>13} causal={row['causal']}: failed: {row['failure']}", flush=True)
+        return
+    print(f"{row['provider']:>13} causal={row['causal']}: {row['tflops']:7.1f} TFLOP/s, SM clock "
+          f"{row['sm_clock_mhz']:6.0f} MHz (max {row['max_sm_clock_mhz']:.0f}), power {row['power_w']:5.0f} W (limit "
+          f"{row['power_limit_w']:.0f}), {row['samples']} samples", flush=True)
 
 
 def main():
@@ -135,14 +149,8 @@ def main():
     rows = []
     for causal in (False, True):
         if not args.no_cudnn_fp8:
-            row = cudnn_fp8(causal, args.seconds)
-            rows.append(row)
-            if "failure" in row:
-                print(f"    cudnn-fp8 causal={int(causal)}: failed: {row['failure']}", flush=True)
-            else:
-                print(f"{'cudnn-fp8':>13} causal={int(causal)}: {row['tflops']:7.1f} TFLOP/s, SM clock "
-                      f"{row['sm_clock_mhz']:6.0f} MHz (max {row['max_sm_clock_mhz']:.0f}), power {row['power_w']:5.0f} W "
-                      f"(limit {row['power_limit_w']:.0f}), {row['samples']} samples at >= half the limit", flush=True)
+            rows.append(cudnn_fp8(causal, args.seconds))
+            print_row(rows[-1])
             time.sleep(2)
         flops, fns = providers(causal)
         for name, fn in fns.items():
@@ -153,15 +161,8 @@ def main():
             samples = sampler.stop()
             # Samples from the middle of the window: the first and last 10% include the ramp and the tail.
             mid = samples[len(samples) // 10: len(samples) - len(samples) // 10] or samples
-            clock = statistics.median(r[0] for r in mid)
-            power = statistics.median(r[2] for r in mid)
-            row = dict(provider=name, causal=int(causal), tflops=flops * calls / elapsed * 1e-12,
-                       sm_clock_mhz=clock, max_sm_clock_mhz=mid[0][1], power_w=power, power_limit_w=mid[0][3],
-                       samples=len(mid))
-            rows.append(row)
-            print(f"{name:>13} causal={int(causal)}: {row['tflops']:7.1f} TFLOP/s, SM clock {clock:6.0f} MHz (max "
-                  f"{row['max_sm_clock_mhz']:.0f}), power {power:5.0f} W (limit {row['power_limit_w']:.0f}), "
-                  f"{len(mid)} samples", flush=True)
+            rows.append(load_row(name, causal, flops * calls / elapsed * 1e-12, mid))
+            print_row(rows[-1])
             time.sleep(2)  # let the card cool a little between providers, as the benchmark does not
     if args.csv:
         with open(args.csv, "w", newline="") as f:

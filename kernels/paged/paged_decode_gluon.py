@@ -24,10 +24,11 @@ store, the next Q's load). The host launches 2 or 3 programs per SM (src/paged/d
 HEAD_PAIRS (the library's `_pairs_gluon` instance, the heuristic's pick from 256 pairs of kv heads; a switch of
 bench/sweep_decode.py too): each work item is a pair of adjacent kv heads (b, 2p, 2p + 1) instead of one, for calls
 whose rows fit half of ROWS (q_len x the query heads per kv head <= ROWS / 2, e.g. GQA 32/8 with one token on the r8
-instance, which otherwise computes 8 MMA columns for 4 rows) and need no split. Q's rows 0..ROWS/2-1 are the first head's, the rest the second's; each
-stage holds both heads' K and V^T slices (the same pages), S^T is taken against each head's K and each column
-keeps its head's product, and O^T likewise: one online softmax over [BLOCK_N, ROWS] per stage for twice the bytes,
-and half as many item boundaries (bench_decode's (64, 8k), (128, 4k)'s bytes in half the items, read ~2% faster).
+instance, which otherwise computes 8 MMA columns for 4 rows) and need no split. Q's rows 0..ROWS/2-1 are the first
+head's, the rest the second's; each stage holds both heads' K and V^T slices (the same pages), S^T is taken against
+each head's K and each column keeps its head's product, and O^T likewise: one online softmax over [BLOCK_N, ROWS]
+per stage for twice the bytes, and half as many item boundaries (bench_decode's (64, 8k), (128, 4k)'s bytes in half
+the items, read ~2% faster).
 The host (or the sweep) launches batch * heads_kv / 2 items with one split and one row chunk.
 
 Tail: the block that reaches past the split's (or sequence's) end masks its scores; its V^T columns past the end

@@ -83,9 +83,10 @@ Status check_cache(PagedCache const& c) {
 bool is_gluon(KernelInstance const& k) { return k.family == library::KernelFamily::kGluon; }
 
 /// The instance of `stage` for pages of `page` tokens at `head_dim` (decode: for `rows` query rows per kv head),
-/// or the one named `name`. with_gluon: whether the Gluon decode may be picked (it has no soft-capping).
+/// or the one named `name`. with_gluon: whether the Gluon decode may be picked (it has no soft-capping);
+/// head_pairs: among the head-pair decode instances (two kv heads per work item) instead of the others.
 KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, std::string const& name,
-                           bool with_gluon = true) {
+                           bool with_gluon = true, bool head_pairs = false) {
   KernelInstance const* best = nullptr;
   for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
     KernelInstance const& k = *fp8attn::detail::kKernelInstances[i];
@@ -97,8 +98,8 @@ KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, s
     }
     if (c.stage != stage || c.head_dim != head_dim || (stage != PagedStage::kCombine && c.page != page)) continue;
     if (is_gluon(k) && !with_gluon) continue;
-    // Head-pair instances (two kv heads per work item): the calls that name them, or find_decode's choice.
-    if (c.head_pairs) continue;
+    // Head-pair instances: the calls that name them, or find_head_pairs's choice.
+    if (c.head_pairs != head_pairs) continue;
     if (stage == PagedStage::kAppend) return &k;
     if (stage == PagedStage::kCombine) {
       if (c.rows == rows) return &k;
@@ -162,19 +163,14 @@ struct DecodeInstances {
 /// kPairMinItems pairs (fewer leave SMs with one CTA's ring in flight), the Gluon decode allowed.
 KernelInstance const* find_head_pairs(PagedDecodeArguments const& a) {
   if (!a.kernel_name.empty() || !gluon_fits(a) || a.num_splits > 1 || a.cache.heads_kv % 2 != 0 ||
-      int64_t{a.batch} * a.cache.heads_kv / 2 < kPairMinItems) {
+      int64_t{a.batch} * a.cache.heads_kv / 2 < kPairMinItems || 2 * rows_of(a) > INT32_MAX) {
     return nullptr;
   }
-  for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
-    KernelInstance const& k = *fp8attn::detail::kKernelInstances[i];
-    if (k.kind != library::OperationKind::kPaged) continue;
-    PagedKernelConfig const& c = config(k);
-    if (c.head_pairs && c.stage == PagedStage::kDecode && c.page == a.cache.page_size &&
-        c.head_dim == a.cache.head_dim && 2 * rows_of(a) <= c.rows) {
-      return &k;
-    }
-  }
-  return nullptr;
+  // An instance takes a pair's rows, twice one head's, only if they fit it (find falls back to fewer rows).
+  int const pair_rows = static_cast<int>(2 * rows_of(a));
+  KernelInstance const* k = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim, pair_rows, {},
+                                 /*with_gluon=*/true, /*head_pairs=*/true);
+  return k && config(*k).rows >= pair_rows ? k : nullptr;
 }
 
 /// The decode instance this call runs before any check of it (select): the one named, or the heuristic's pick.
@@ -219,10 +215,11 @@ Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
                         "q_len=" + num(a.q_len) + " x heads_q / cache.heads_kv=" + num(a.heads_q / a.cache.heads_kv) +
                         " = " + num(rows_of(a)) + ")");
     }
-    if (device::PagedDecode::splits_of(a) != 1) {
+    // Automatic splits plan one for it (automatic_splits); only a caller's count can ask more.
+    if (a.num_splits > 1) {
       return Status(StatusCode::kErrorNotSupported,
-                    "kernel_name=" + a.kernel_name + " runs one split (num_splits=" + num(a.num_splits) + " plans " +
-                        num(device::PagedDecode::splits_of(a)) + "); pass num_splits=1 or another instance");
+                    "kernel_name=" + a.kernel_name + " runs one split (num_splits=" + num(a.num_splits) +
+                        "); pass num_splits=0 or 1, or another instance");
     }
   }
   out->combine = find(PagedStage::kCombine, 0, c.head_dim, c.rows, {});
@@ -349,6 +346,7 @@ namespace {
 /// (max, sum) pairs, and the per-program global scratch an instrumented build's decode asks for (ConSan's
 /// bookkeeping; 0 bytes in a normal build), sized for one program per work item (the grid is never larger).
 struct DecodeWorkspace {
+  int64_t splits = 1, programs = 0;  ///< the call's split count and work items (one program per item)
   size_t ml_offset = 0, ml_bytes = 0, scratch_offset = 0, scratch_bytes = 0, total = 0;
 };
 
@@ -358,6 +356,8 @@ DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance c
   int64_t const splits = splits_for(a, decode);
   int64_t const programs = work_items(a, decode, splits);
   DecodeWorkspace w;
+  w.splits = splits;
+  w.programs = programs;
   if (splits > 1) {
     w.ml_offset = align(static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float));
     w.ml_bytes = static_cast<size_t>(programs) * rows * 2 * sizeof(float);
@@ -410,10 +410,10 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
   if (Status s = fp8attn::detail::get_function(*driver, *instances.decode, &plan->decode); !s) return s;
   int const rows = config(*instances.decode).rows;
   int64_t const chunks = row_chunks(a, rows);
-  int const splits = splits_for(a, *instances.decode);
+  int const splits = static_cast<int>(w.splits);
   int const block_n = config(*instances.decode).block_n;
   int64_t const pages = (planned_keys(a, block_n) + a.cache.page_size - 1) / a.cache.page_size;
-  int64_t const programs = work_items(a, *instances.decode, splits);
+  int64_t const programs = w.programs;
   if (programs > INT32_MAX) return Status(StatusCode::kErrorNotSupported, "more than 2^31-1 decode programs");
   auto* const ws_bytes = static_cast<char*>(workspace);
   // Every split covers the same number of pages of the longest sequence; shorter sequences leave late splits empty.

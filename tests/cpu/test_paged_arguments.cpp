@@ -61,8 +61,6 @@ void expect_error(Args const& a, StatusCode code, std::string const& fragment, s
   CHECK(s.message().find(fragment) != std::string::npos, what + ": '" + s.message() + "' does not name '" + fragment + "'");
 }
 
-}  // namespace
-
 bool compiled_op(std::string const& name) {
   for (auto const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kPaged)) {
     if (op->description().name == name) return true;
@@ -70,12 +68,10 @@ bool compiled_op(std::string const& name) {
   return false;
 }
 
+}  // namespace
+
 int main() {
-  bool compiled = false;
-  for (auto const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kPaged)) {
-    compiled = compiled || op->description().name == "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r16_n128_w4_s5";
-  }
-  if (!compiled) {
+  if (!compiled_op("fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r16_n128_w4_s5")) {
     std::printf("not applicable in this build: no paged decode instance for pages of 64 at D=128\n");
     return fp8attn_test::finish("test_paged_arguments");
   }
