@@ -13,6 +13,9 @@ imports).
 A variant with TRANSPOSE_V=1 (and KEY_PERMUTED=1) gets V itself, head_dim contiguous, and transposes it in the
 kernel; the e2e column adds the library's transpose kernel (timed on the same V) to every other variant's time.
 
+--window: bench_decode.py --window's pair as two more points, S=32768 causal at D=128 (B=1, H=32) with and without
+a 4k left window (window_left 4095; issue 9's 3.8x is their time ratio, the ms column).
+
 --int8: every variant runs INT8 Q.K^T (QK_INT8=1, BLOCK_DESCALE=1) on int8 Q and K with
 one descale per 64 tokens of each head (as the int8_qk mode's quantization makes them, quantized here in torch so
 that the sweep needs no build; K not smoothed) and the
@@ -134,7 +137,13 @@ class Problem:
         self.q_box_desc = TensorDescriptor.from_tensor(self.q, [1, WG_M, 1, d], layout(8, d))
         self.no_offsets = torch.zeros(b + 1, dtype=torch.int32, device="cuda")
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
-        self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
+        self.window_left = p.get("window_left", -1)
+        if self.window_left >= 0:  # the (query, key) pairs a causal left window keeps, counted
+            w = self.window_left + 1
+            pairs = w * (w + 1) // 2 + (s - w) * w if s > w else s * (s + 1) // 2
+            self.flops = 4 * b * hq * d * pairs
+        else:
+            self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
 
     def descriptors(self, bn):
         """(q, k, V^T, o descriptors, the key-permuted V^T's, V's own) for key tiles of bn keys, made once per
@@ -181,7 +190,7 @@ class Problem:
         # Per-tensor descales: every descale stride 0; no window (-1: unlimited), no soft-capping.
         strides = {n: 0 for n in kernel.arg_names if "descale_stride" in n}
         strides.update(self.descale_strides)
-        optional = {n: v for n, v in (("window_left", -1), ("window_right", -1), ("softcap", 0.0))
+        optional = {n: v for n, v in (("window_left", self.window_left), ("window_right", -1), ("softcap", 0.0))
                     if n in kernel.arg_names}
         if "varlen" in kernel.arg_names:  # dense: varlen 0, the offsets never read (a placeholder int32 tensor)
             optional.update(O=self.o, stride_os=self.o.stride(1), stride_oh=self.o.stride(2),
@@ -228,7 +237,10 @@ class Problem:
         s = q @ k.T / math.sqrt(q.shape[-1])
         if self.causal:
             sq, sk = s.shape
-            s = s.masked_fill(~torch.ones(sq, sk, dtype=torch.bool, device="cuda").tril(sk - sq), float("-inf"))
+            keep = torch.ones(sq, sk, dtype=torch.bool, device="cuda").tril(sk - sq)
+            if self.window_left >= 0:  # key j visible to query i only within the window: i + sk - sq - j <= left
+                keep &= ~torch.ones(sq, sk, dtype=torch.bool, device="cuda").tril(sk - sq - self.window_left - 1)
+            s = s.masked_fill(~keep, float("-inf"))
         return torch.softmax(s, -1) @ v
 
 
@@ -240,6 +252,7 @@ def main():
     ap.add_argument("--head-dims", default="128", help="the gluon kernel compiles for 64, 128 and 256")
     ap.add_argument("--csv", default="")
     ap.add_argument("--int8", action="store_true", help="INT8 Q.K^T with per-block descales (see the module's doc)")
+    ap.add_argument("--window", action="store_true", help="the 4k-window pair at S=32768 too (see the module's doc)")
     args = ap.parse_args()
     variants = [load_variant(v) for v in args.variant]
     if args.int8:
@@ -247,8 +260,13 @@ def main():
         variants = [(name, kernel, {**c, "QK_INT8": 1, "BLOCK_DESCALE": 1}) for name, kernel, c in variants]
     seqlens = {int(s) for s in args.seqlens.split(",") if s}
     rows = []
-    print(f"{'variant':>10} {'D':>4} {'S':>6} {'causal':>6} {'rel_err':>9} {'TFLOP/s':>8} {'e2e':>8}", flush=True)
-    for p in suite_points(args.suite, seqlens, {int(d) for d in args.head_dims.split(",")}):
+    print(f"{'variant':>10} {'D':>4} {'S':>6} {'causal':>6} {'window':>6} {'rel_err':>9} {'TFLOP/s':>8} {'e2e':>8} "
+          f"{'ms':>8}", flush=True)
+    points = suite_points(args.suite, seqlens, {int(d) for d in args.head_dims.split(",")})
+    if args.window:
+        pair = dict(batch=1, heads_q=32, heads_kv=32, seqlen_q=32768, seqlen_k=32768, head_dim=128, causal=1)
+        points += [pair, dict(pair, window_left=4095)]
+    for p in points:
         prob = Problem(p, int8=args.int8)
         head = p["heads_q"] // 2
         ref = prob.reference(head)
@@ -272,12 +290,13 @@ def main():
                 err, tf, tf_e2e = float("nan"), 0.0, 0.0
                 print(f"# {name}: {type(e).__name__}: {str(e)[:300]}", flush=True)
             ok = math.isfinite(err) and err < 0.05
-            print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {err:>9.2e} "
-                  f"{tf if ok else 0.0:>8.1f} {tf_e2e if ok else 0.0:>8.1f}"
+            ms_shown = ms if ok else 0.0
+            print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {prob.window_left:>6} "
+                  f"{err:>9.2e} {tf if ok else 0.0:>8.1f} {tf_e2e if ok else 0.0:>8.1f} {ms_shown:>8.4f}"
                   f"{'' if ok else '  WRONG'}", flush=True)
             rows.append(dict(variant=name, head_dim=p["head_dim"], seqlen=p["seqlen_q"], causal=p["causal"],
-                             rel_err=err,
-                             tflops=tf if ok else 0.0, tflops_e2e=tf_e2e if ok else 0.0))
+                             window_left=prob.window_left, rel_err=err,
+                             tflops=tf if ok else 0.0, tflops_e2e=tf_e2e if ok else 0.0, ms=ms_shown))
         del prob
         torch.cuda.empty_cache()
     if args.csv:
