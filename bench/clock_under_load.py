@@ -11,16 +11,23 @@ provider's TFLOP/s over the same window:
 Providers: fp8attn FP8 (V^T given, key-permuted: the attention kernel alone), fp8attn BF16, PyTorch SDPA BF16 (the
 cuDNN backend when torch picks it), and cuDNN FP8 through JAX (bench_vs_cudnn.py's worker in its own process, timed
 there; the clock and power are the medians of the samples taken while the card drew at least half its power limit,
-which leaves out JAX's start-up and compilation), at D=128 S=8192, B=4, H=32, full and causal. Whether cuDNN FP8
-also runs at the power limit says what a faster FP8 kernel must save: energy per tile, not only cycles.
+which leaves out JAX's start-up and compilation), at the standard suite's points named by --points (default
+D=128 S=8192, B=4, H=32, full and causal). Whether cuDNN FP8 also runs at the power limit says what a faster FP8
+kernel must save: energy per tile, not only cycles.
+
+    PYTHONPATH=build/python python3 bench/clock_under_load.py --points d128_s512_full,d256_s8192_causal
 """
 
 import argparse
 import csv
+import os
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_vs_cudnn as bvc  # noqa: E402  (the suite's points, the JAX worker)
 
 QUERY = "clocks.sm,clocks.max.sm,power.draw,power.limit"
 
@@ -63,48 +70,45 @@ def run_for(fn, seconds):
     return calls, start.elapsed_time(end) / 1e3
 
 
-def providers(causal):
+def providers(cfg):
+    """The torch-side providers of one suite point (a bench_vs_cudnn.Config): {name: a call}."""
     import torch
     import torch.nn.functional as F
 
     import fp8attn
 
-    b, s, h, d = 4, 8192, 32, 128
+    b, s, h, hkv, d, causal = cfg.batch, cfg.seqlen, cfg.heads_q, cfg.heads_kv, cfg.head_dim, cfg.causal
     gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda") for _ in range(3))
+    q = torch.randn((b, s, h, d), generator=gen, device="cuda")
+    k, v = (torch.randn((b, s, hkv, d), generator=gen, device="cuda") for _ in range(2))
     q8, k8, v8 = (x.to(torch.float8_e4m3fn) for x in (q, k, v))
     vt = fp8attn.transpose_v(v8, key_permuted=True)
     one = torch.ones(1, device="cuda")
     qb, kb, vb = (x.to(torch.bfloat16) for x in (q, k, v))
     qt, kt, vtb = (x.transpose(1, 2) for x in (qb, kb, vb))
-    flops = 4 * b * h * s * s * d / (2 if causal else 1)
-    return flops, {
+    return {
         "fp8attn-fp8": lambda: fp8attn.fmha_fwd(q8, k8, vt, q_descale=one, k_descale=one, v_descale=one,
                                                 causal=causal, v_key_permuted=True),
         "fp8attn-bf16": lambda: fp8attn.fmha_fwd(qb, kb, vb, causal=causal),
-        "sdpa-bf16": lambda: F.scaled_dot_product_attention(qt, kt, vtb, is_causal=causal),
+        "sdpa-bf16": lambda: F.scaled_dot_product_attention(qt, kt, vtb, is_causal=causal, enable_gqa=hkv != h),
     }
 
 
-def cudnn_fp8(causal, seconds):
-    """cuDNN FP8 back to back for about `seconds` in bench_vs_cudnn.py's JAX worker; returns a row like main's, or
-    one with a failure."""
+def cudnn_fp8(cfg, seconds):
+    """cuDNN FP8 back to back for about `seconds` in bench_vs_cudnn.py's JAX worker on suite point cfg; returns a row
+    like main's, or one with a failure."""
     import json
-    import os
     import tempfile
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import bench_vs_cudnn as bvc
-
-    cfg = bvc.Config(batch=4, heads_q=32, heads_kv=32, seqlen=8192, head_dim=128, causal=causal)
     with tempfile.TemporaryDirectory() as tmp:
         spec, out = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
-        # The worker times `repeats` samples of target_ms each (its call count per sample from a warm-up, at most
-        # 200 calls: 3-5 ms a call here, so the samples are as long as asked): about `seconds` of calls.
+        # The worker times `repeats` samples of target_ms each (its call count per sample from a warm-up; the
+        # suite's cap of 200 calls lifted, which at S=512, 0.43 ms a call, cut the run to ~0.5 s, short of the
+        # power limit: H200, 2026-12-04): about `seconds` of calls.
         repeats = 5
         with open(spec, "w") as f:
             json.dump({"configs": [vars(cfg)], "warmup": 20, "repeats": repeats, "target_ms": seconds * 1e3 / repeats,
-                       "error": False}, f)
+                       "max_iters": 1_000_000, "error": False}, f)
         sampler = Sampler()
         sampler.start()
         try:
@@ -119,23 +123,23 @@ def cudnn_fp8(causal, seconds):
         results = json.load(open(out)).get("results", []) if os.path.exists(out) else []
         result = results[0] if results else {}
     if why or "ms" not in result:
-        return dict(provider="cudnn-fp8", causal=int(causal), failure=(result.get("failure") or why or "no result"))
+        return dict(point=cfg.name, provider="cudnn-fp8", failure=(result.get("failure") or why or "no result"))
     busy = [r for r in samples if r[2] >= 0.5 * r[3]] or samples
-    return load_row("cudnn-fp8", causal, cfg.flops / (result["ms"] * 1e-3) * 1e-12, busy)
+    return load_row(cfg, "cudnn-fp8", cfg.flops / (result["ms"] * 1e-3) * 1e-12, busy)
 
 
-def load_row(provider, causal, tflops, samples):
+def load_row(cfg, provider, tflops, samples):
     """A provider's row: its TFLOP/s and the median SM clock and power of `samples` (nvidia-smi rows)."""
-    return dict(provider=provider, causal=int(causal), tflops=tflops,
+    return dict(point=cfg.name, provider=provider, tflops=tflops,
                 sm_clock_mhz=statistics.median(r[0] for r in samples), max_sm_clock_mhz=samples[0][1],
                 power_w=statistics.median(r[2] for r in samples), power_limit_w=samples[0][3], samples=len(samples))
 
 
 def print_row(row):
     if "failure" in row:
-        print(f"{row['provider']:>13} causal={row['causal']}: failed: {row['failure']}", flush=True)
+        print(f"{row['point']:>18} {row['provider']:>13}: failed: {row['failure']}", flush=True)
         return
-    print(f"{row['provider']:>13} causal={row['causal']}: {row['tflops']:7.1f} TFLOP/s, SM clock "
+    print(f"{row['point']:>18} {row['provider']:>13}: {row['tflops']:7.1f} TFLOP/s, SM clock "
           f"{row['sm_clock_mhz']:6.0f} MHz (max {row['max_sm_clock_mhz']:.0f}), power {row['power_w']:5.0f} W (limit "
           f"{row['power_limit_w']:.0f}), {row['samples']} samples", flush=True)
 
@@ -145,14 +149,22 @@ def main():
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--csv", default="")
     ap.add_argument("--no-cudnn-fp8", action="store_true", help="leave out cuDNN FP8 (JAX)")
+    ap.add_argument("--points", default="d128_s8192_full,d128_s8192_causal",
+                    help="comma-separated names of the standard suite's points (bench_vs_cudnn.py --list-configs)")
     args = ap.parse_args()
+    suite = {cfg.name: cfg for cfg in bvc.standard_suite()}
+    names = [n for n in args.points.split(",") if n]
+    unknown = [n for n in names if n not in suite]
+    if unknown:
+        print(f"--points: {unknown[0]} is not a point of the standard suite ({', '.join(suite)})", file=sys.stderr)
+        return 2
     rows = []
-    for causal in (False, True):
+    for cfg in (suite[n] for n in names):
         if not args.no_cudnn_fp8:
-            rows.append(cudnn_fp8(causal, args.seconds))
+            rows.append(cudnn_fp8(cfg, args.seconds))
             print_row(rows[-1])
             time.sleep(2)
-        flops, fns = providers(causal)
+        fns = providers(cfg)
         for name, fn in fns.items():
             sampler = Sampler()
             sampler.start()
@@ -161,7 +173,7 @@ def main():
             samples = sampler.stop()
             # Samples from the middle of the window: the first and last 10% include the ramp and the tail.
             mid = samples[len(samples) // 10: len(samples) - len(samples) // 10] or samples
-            rows.append(load_row(name, causal, flops * calls / elapsed * 1e-12, mid))
+            rows.append(load_row(cfg, name, cfg.flops * calls / elapsed * 1e-12, mid))
             print_row(rows[-1])
             time.sleep(2)  # let the card cool a little between providers, as the benchmark does not
     if args.csv:

@@ -6,6 +6,7 @@ say what bounds a kernel (tensor / exponential / issue / memory), which a timing
     prefill_full  the same point without the causal mask (the 128x256x128 instance)
     decode    paged FP8 decode, bench_decode.py's (32, 32k) case (GQA 32/8, D=128, pages of 64)
     decode_b128  the same at (128, 4k): 1024 work items of 4k keys (the case furthest from its target)
+    decode_b8    the same at (8, 128k): 64 kv heads of 128k keys, split (4.07 TB/s on one H200, 4.36 on another)
     varlen_dense / varlen_packed
               bench_varlen.py's e4m3 32 x 1024 causal point (D=128, H=32), the dense call and the packed one: each
               call launches the V transpose and the attention kernel (the pair where varlen trails dense most)
@@ -129,7 +130,8 @@ def varlen_packed():
 
 if __name__ == "__main__":
     targets = {"prefill": prefill, "prefill_full": lambda: prefill(causal=False), "decode": decode,
-               "decode_b128": lambda: decode("b128_s4k"), "varlen_dense": varlen_dense, "varlen_packed": varlen_packed,
+               "decode_b128": lambda: decode("b128_s4k"), "decode_b8": lambda: decode("b8_s128k"),
+               "varlen_dense": varlen_dense, "varlen_packed": varlen_packed,
                "apply_fp8": lambda: _mode_call("fp8"), "apply_int8_qk": lambda: _mode_call("int8_qk"),
                "window": window, "window_causal": lambda: window(-1)}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:

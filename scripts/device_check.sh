@@ -27,7 +27,7 @@
 #              D=64 S=8192 and D=128 S=2048 (~1 min)
 #   clocks     bench/clock_under_load.py: SM clock and board power while cuDNN FP8 (JAX), fp8attn FP8 / BF16 and SDPA
 #              BF16 run back to back at D=128 S=8192 (whether the card holds its clock or its power limit holds it
-#              back) (~1 min)
+#              back) (~1 min); CLOCK_POINTS names other points of the standard suite (~40 s each)
 #   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
 #              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
 #              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
@@ -35,9 +35,10 @@
 #              paged decode kernel (32 x 32k), bench/ncu_targets.py: speed of light, pipe utilization (tensor,
 #              exponential), issue slots, warp stall reasons, memory throughput; clocks left alone (~2 min).
 #              NCU_TARGETS overrides the list (ncu_targets.py's varlen_dense / varlen_packed profile a call's V
-#              transpose and attention kernel, decode_b128 the decode at batch 128, 4k, window / window_causal the 4k
-#              sliding window at S=32k and plain causal there (the same instance), apply_fp8 / apply_int8_qk one
-#              fused accuracy-mode call's three quantize apply launches at D=128 S=2048 B=16)
+#              transpose and attention kernel, decode_b128 / decode_b8 the decode at (128, 4k) / (8, 128k),
+#              window / window_causal the 4k sliding window at S=32k and plain causal there (the same instance),
+#              apply_fp8 / apply_int8_qk one fused accuracy-mode call's three quantize apply launches at D=128
+#              S=2048 B=16)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
 #              into build-consan and run through the GPU tests that force each instance by name, and beside
@@ -149,7 +150,9 @@ if step guard; then
   cat "$OUT/guard.txt"
 fi
 if step clocks; then
-  PYTHONPATH=build/python timeout 200 python3 bench/clock_under_load.py --csv "$OUT/clock_under_load.csv" \
+  # CLOCK_POINTS: the standard suite's points to run (default D=128 S=8192 full and causal; ~40 s a point).
+  PYTHONPATH=build/python timeout 400 python3 bench/clock_under_load.py --csv "$OUT/clock_under_load.csv" \
+    --points "${CLOCK_POINTS:-d128_s8192_full,d128_s8192_causal}" \
     > "$OUT/clocks.txt" 2>&1 || status=1
   cat "$OUT/clocks.txt"
 fi
