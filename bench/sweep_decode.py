@@ -5,13 +5,14 @@ variant's before its time counts. Used to decide what goes into the manifest and
     python3 bench/sweep_decode.py --variant n128s5=BLOCK_N=128,stages=5 --variant s7=BLOCK_N=128,stages=7
 
 A variant is name=KEY=int,...: BLOCK_N, stages, warps, splits (0: the library's automatic choice, as
-src/paged/paged.cpp plans it), target (with splits=0: split every case into target // programs, e.g. 396 for
-three programs per SM, instead), maxnreg (0: none), gluon=1 (the Gluon kernel, kernels/paged/paged_decode_gluon.py:
-TMA page loads from a producer warp; ROWS may be 8 there), per_sm (Gluon: launch at most per_sm programs per SM,
-each walking work items persistently; 0: one program per work item), balance=1 (with per_sm: as few programs as
-give every program the same number of items, +-1), and the kernel's switches by name (upper-case constexprs,
-e.g. NAME=1). HEAD_PAIRS=1 (Gluon: two kv heads per work item) takes cases whose rows fit half of ROWS and that
-need no split (the others print an error row): batch * heads_kv / 2 items.
+src/paged/paged.cpp plans it), target (with splits=0: split every case into target // programs, e.g. 396 for three
+programs per SM, instead), maxnreg (0: none), gluon=1 (the Gluon kernel, kernels/paged/paged_decode_gluon.py: TMA
+page loads from a producer warp; ROWS may be 8 there), per_sm (Gluon: launch at most per_sm programs per SM, each
+walking work items persistently; 0: one program per work item), balance=1 (with per_sm: as few programs as give
+every program the same number of items, +-1), and the kernel's switches by name (upper-case constexprs, e.g. NAME=1;
+K_HEAD_MAJOR=1 copies the K pages head-major for the kernel). HEAD_PAIRS=1 (Gluon: two kv heads per work item) takes
+cases whose rows fit half of ROWS and that need no split (the others print an error row): batch * heads_kv / 2
+items.
 Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 
@@ -145,7 +146,10 @@ def gluon_decode(case, inp, v, programs, common, extra, switches):
     two-dimensional TMA descriptors over the pages."""
     page, heads_kv = case[6], case[4]
     sub = min(page, v["BLOCK_N"])
-    k2 = inp["k"].view(-1, heads_kv * HEAD_DIM)  # [num_pages * page, heads_kv * D]
+    if switches.get("K_HEAD_MAJOR"):  # the same K bytes, pages head-major: [num_pages * heads_kv * page, D]
+        k2 = inp["k"].view(torch.uint8).permute(0, 2, 1, 3).contiguous().view(torch.float8_e4m3fn).view(-1, HEAD_DIM)
+    else:
+        k2 = inp["k"].view(-1, heads_kv * HEAD_DIM)  # [num_pages * page, heads_kv * D]
     vt_box, vt_swizzle = gluon_vt_box(page, v["BLOCK_N"], HEAD_DIM)
     # V^T pages [num_pages * heads_kv * D, page]; an unswizzled box (pages of 16) reads rows of its own width.
     vt2 = inp["vt"].view(-1, vt_box[1] if vt_swizzle == 0 else page)

@@ -167,7 +167,10 @@ def compile_spec(c: PagedConfig):
         # PREFETCH_ITEM (the next work item's Q and length loaded an item ahead): off, no gain beyond the spread
         # (bench/sweep_decode.py, gluon=1,PREFETCH_ITEM=1; docs/perf/NOTES.md).
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n,
-                      "NUM_STAGES": c.stages, "PREFETCH_ITEM": False, "HEAD_PAIRS": c.head_pairs}
+                      "NUM_STAGES": c.stages, "PREFETCH_ITEM": False, "HEAD_PAIRS": c.head_pairs,
+                      # K_HEAD_MAJOR (K pages head-major): a sweep switch, not measured; the cache layout stays
+                      # vLLM's token-major key cache (docs/PAGED_CACHE.md).
+                      "K_HEAD_MAJOR": False}
         return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; Triton's pipeliner has no part
     elif c.stage == "decode":
         if c.head_pairs:

@@ -34,6 +34,11 @@ The host (or the sweep) launches batch * heads_kv / 2 items with one split and o
 Tail: the block that reaches past the split's (or sequence's) end masks its scores; its V^T columns past the end
 are zeroed in shared memory before P.V (P is 0 there, but a free slot poisoned with NaN times 0 is NaN).
 
+K_HEAD_MAJOR (a switch of bench/sweep_decode.py, off in the library's instances, not measured yet): K pages stored
+head-major, [num_pages, heads_kv, PAGE, HEAD_DIM] (a converted vLLM key cache, as the V^T pages are), so that one kv
+head's slice of a page is one contiguous piece (8 KB at pages of 64) instead of PAGE rows of HEAD_DIM bytes
+heads_kv * HEAD_DIM apart; k_desc is then [num_pages * heads_kv * PAGE, HEAD_DIM] with the same box.
+
 TMA descriptors (host; two dimensions, innermost last):
     k_desc    K pages as [num_pages * PAGE, heads_kv * HEAD_DIM]      box [SUB, HEAD_DIM]   128-byte swizzle
     vt_desc   V^T pages as [num_pages * heads_kv * HEAD_DIM, PAGE]   box [HEAD_DIM, SUB]   SUB-byte swizzle (<= 128)
@@ -144,7 +149,7 @@ def _block_pages(table_row, start, key_hi, num_pages, PAGE: gl.constexpr, NP: gl
 def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv, num_pages,
               max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
-              HEAD_PAIRS: gl.constexpr):
+              HEAD_PAIRS: gl.constexpr, K_HEAD_MAJOR: gl.constexpr):
     """TMA loads of every block of this program's work items into the ring (with HEAD_PAIRS both heads' slices of
     the block's pages into the stage's two buffers, s * 2 and s * 2 + 1). (Loading the block table's entries a
     block ahead, and the next item's length an item ahead, measured no faster on the H200: docs/perf/NOTES.md.)"""
@@ -169,8 +174,12 @@ def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens
                 for p in gl.static_range(NP):
                     page = pages[p]
                     in_page = (start + p * SUB) % PAGE
-                    tma.async_copy_global_to_shared(k_desc, [page * PAGE + in_page, (hk + h) * HEAD_DIM],
-                                                    ready.index(s), k_bufs.index(s * HEADS + h).slice(p * SUB, SUB, dim=0))
+                    if K_HEAD_MAJOR:  # K pages [num_pages, heads_kv, PAGE, HEAD_DIM]: a head's page in one piece
+                        k_at = [(page * heads_kv + hk + h) * PAGE + in_page, 0]
+                    else:
+                        k_at = [page * PAGE + in_page, (hk + h) * HEAD_DIM]
+                    tma.async_copy_global_to_shared(k_desc, k_at, ready.index(s),
+                                                    k_bufs.index(s * HEADS + h).slice(p * SUB, SUB, dim=0))
                     tma.async_copy_global_to_shared(vt_desc, [(page * heads_kv + hk + h) * VROWS, in_page],
                                                     ready.index(s),
                                                     v_bufs.index(s * HEADS + h).slice(p * VROWS, VROWS, dim=0))
@@ -496,6 +505,7 @@ def paged_decode_gluon_kernel(
     descale_stride_page, descale_stride_head, window_left, softcap, num_items,
     HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
     NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr = False, HEAD_PAIRS: gl.constexpr = False,
+    K_HEAD_MAJOR: gl.constexpr = False,
 ):
     """paged_decode_triton.paged_decode_kernel's arguments and outputs, with the cache read through k_desc / vt_desc
     and its programs walked as num_items work items (module docstring). No soft-capping: `softcap` is in the list
@@ -533,5 +543,5 @@ def paged_decode_gluon_kernel(
                      HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM, HEAD_PAIRS)),
         (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
                      num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
-                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES, HEAD_PAIRS)),
+                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES, HEAD_PAIRS, K_HEAD_MAJOR)),
     ], [1], [24])
