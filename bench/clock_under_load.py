@@ -6,14 +6,14 @@ back to back in the benchmark (docs/perf/NOTES.md, 2026-12-03). This runs each p
 `nvidia-smi` (SM clock, power draw, power limit) every 50 ms meanwhile, and prints the median clock and power and the
 provider's TFLOP/s over the same window:
 
-    PYTHONPATH=build/python python3 bench/clock_under_load.py [--seconds 3] [--csv out.csv]
+    PYTHONPATH=build/python python3 bench/clock_under_load.py [--seconds 3] [--csv out.csv] [--points A,B]
 
 Providers: fp8attn FP8 (V^T given, key-permuted: the attention kernel alone), fp8attn BF16, PyTorch SDPA BF16 (the
-cuDNN backend when torch picks it), and cuDNN FP8 through JAX (bench_vs_cudnn.py's worker in its own process, timed
-there; the clock and power are the medians of the samples taken while the card drew at least half its power limit,
-which leaves out JAX's start-up and compilation), at the standard suite's points named by --points (default
-D=128 S=8192, B=4, H=32, full and causal). Whether cuDNN FP8 also runs at the power limit says what a faster FP8
-kernel must save: energy per tile, not only cycles.
+cuDNN backend when torch picks it; at a GQA point, enable_gqa, torch may pick another), and cuDNN FP8 through JAX
+(bench_vs_cudnn.py's worker in its own process, timed there; the clock and power are the medians of the samples
+taken while the card drew at least half its power limit, which leaves out JAX's start-up and compilation), at the
+standard suite's points named by --points (default D=128 S=8192, B=4, H=32, full and causal). Whether cuDNN FP8 also
+runs at the power limit says what a faster FP8 kernel must save: energy per tile, not only cycles.
 
     PYTHONPATH=build/python python3 bench/clock_under_load.py --points d128_s512_full,d256_s8192_causal
 """
@@ -159,28 +159,41 @@ def main():
         print(f"--points: {unknown[0]} is not a point of the standard suite ({', '.join(suite)})", file=sys.stderr)
         return 2
     rows = []
+
+    def add(row):
+        """Prints a row and rewrites the CSV with every row so far (a later failure or timeout keeps them)."""
+        rows.append(row)
+        print_row(row)
+        if args.csv:
+            with open(args.csv, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
+                w.writeheader()
+                w.writerows(rows)
+
     for cfg in (suite[n] for n in names):
         if not args.no_cudnn_fp8:
-            rows.append(cudnn_fp8(cfg, args.seconds))
-            print_row(rows[-1])
+            add(cudnn_fp8(cfg, args.seconds))
             time.sleep(2)
-        fns = providers(cfg)
+        try:
+            fns = providers(cfg)
+        except Exception as e:  # e.g. out of memory: the point's row says so, the next point runs
+            add(dict(point=cfg.name, provider="inputs", failure=f"{type(e).__name__}: {str(e)[:200]}"))
+            continue
         for name, fn in fns.items():
             sampler = Sampler()
             sampler.start()
             time.sleep(0.2)
-            calls, elapsed = run_for(fn, args.seconds)
+            try:
+                calls, elapsed = run_for(fn, args.seconds)
+            except Exception as e:  # a provider that refuses or fails is a row, not the end of the run
+                sampler.stop()
+                add(dict(point=cfg.name, provider=name, failure=f"{type(e).__name__}: {str(e)[:200]}"))
+                continue
             samples = sampler.stop()
             # Samples from the middle of the window: the first and last 10% include the ramp and the tail.
             mid = samples[len(samples) // 10: len(samples) - len(samples) // 10] or samples
-            rows.append(load_row(cfg, name, cfg.flops * calls / elapsed * 1e-12, mid))
-            print_row(rows[-1])
+            add(load_row(cfg, name, cfg.flops * calls / elapsed * 1e-12, mid))
             time.sleep(2)  # let the card cool a little between providers, as the benchmark does not
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
-            w.writeheader()
-            w.writerows(rows)
     return 0
 
 

@@ -10,9 +10,9 @@ programs per SM, instead), maxnreg (0: none), gluon=1 (the Gluon kernel, kernels
 page loads from a producer warp; ROWS may be 8 there), per_sm (Gluon: launch at most per_sm programs per SM, each
 walking work items persistently; 0: one program per work item), balance=1 (with per_sm: as few programs as give
 every program the same number of items, +-1), and the kernel's switches by name (upper-case constexprs, e.g. NAME=1;
-K_HEAD_MAJOR=1 copies the K pages head-major for the kernel). HEAD_PAIRS=1 (Gluon: two kv heads per work item) takes
-cases whose rows fit half of ROWS and that need no split (the others print an error row): batch * heads_kv / 2
-items.
+K_HEAD_MAJOR=1, with gluon=1, copies the K pages head-major for the kernel; only a variant after a plain first one
+has its output checked). HEAD_PAIRS=1 (Gluon: two kv heads per work item) takes cases whose rows fit half of ROWS
+and that need no split (the others print an error row): batch * heads_kv / 2 items.
 Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 

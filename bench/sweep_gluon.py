@@ -139,6 +139,7 @@ class Problem:
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.window_left = p.get("window_left", -1)
         if self.window_left >= 0:  # the (query, key) pairs a causal left window keeps, counted
+            assert self.causal and s == sk, "window points: causal and square (the count and the reference)"
             w = self.window_left + 1
             pairs = w * (w + 1) // 2 + (s - w) * w if s > w else s * (s + 1) // 2
             self.flops = 4 * b * hq * d * pairs
