@@ -231,13 +231,15 @@ def jax_worker(spec_path, out_path):
 
 
 def run_cudnn_fp8(configs, args):
-    """cuDNN FP8 results by config name, from a JAX subprocess; (results, env) or ({}, {"failure": ...})."""
+    """cuDNN FP8 results by config name, from a JAX subprocess; (results, env) or ({}, {"failure": ...}). args: warmup,
+    repeats, target_ms, no_error, jax_timeout and optionally max_iters (calls a sample at most; 200)."""
     with tempfile.TemporaryDirectory() as tmp:
         spec_path = os.path.join(tmp, "spec.json")
         out_path = os.path.join(tmp, "out.json")
         with open(spec_path, "w") as f:
             json.dump({"configs": [dataclasses.asdict(c) for c in configs], "warmup": args.warmup,
-                       "repeats": args.repeats, "target_ms": args.target_ms, "error": not args.no_error}, f)
+                       "repeats": args.repeats, "target_ms": args.target_ms, "error": not args.no_error,
+                       "max_iters": getattr(args, "max_iters", 200)}, f)
         env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
         cmd = [sys.executable, os.path.abspath(__file__), "--jax-worker", spec_path, "--jax-out", out_path]
         try:

@@ -95,35 +95,24 @@ def providers(cfg):
 
 
 def cudnn_fp8(cfg, seconds):
-    """cuDNN FP8 back to back for about `seconds` in bench_vs_cudnn.py's JAX worker on suite point cfg; returns a row
-    like main's, or one with a failure."""
-    import json
-    import tempfile
+    """cuDNN FP8 back to back for about `seconds` in bench_vs_cudnn.py's JAX worker (run_cudnn_fp8) on suite point
+    cfg; returns a row like main's, or one with a failure."""
+    import types
 
-    with tempfile.TemporaryDirectory() as tmp:
-        spec, out = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
-        # The worker times `repeats` samples of target_ms each (its call count per sample from a warm-up; the
-        # suite's cap of 200 calls lifted, which at S=512, 0.43 ms a call, cut the run to ~0.5 s, short of the
-        # power limit: H200, 2026-12-04): about `seconds` of calls.
-        repeats = 5
-        with open(spec, "w") as f:
-            json.dump({"configs": [vars(cfg)], "warmup": 20, "repeats": repeats, "target_ms": seconds * 1e3 / repeats,
-                       "max_iters": 1_000_000, "error": False}, f)
-        sampler = Sampler()
-        sampler.start()
-        try:
-            proc = subprocess.run([sys.executable, bvc.__file__, "--jax-worker", spec, "--jax-out", out],
-                                  env=dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false"), capture_output=True,
-                                  text=True, timeout=600)
-            why = proc.stderr.strip()[-300:] if proc.returncode != 0 else ""
-        except subprocess.TimeoutExpired:
-            why = "the JAX worker timed out after 600 s"
-        samples = sampler.stop()
-        # The worker writes its file before its first config, so a worker that died leaves an empty list.
-        results = json.load(open(out)).get("results", []) if os.path.exists(out) else []
-        result = results[0] if results else {}
-    if why or "ms" not in result:
-        return dict(point=cfg.name, provider="cudnn-fp8", failure=(result.get("failure") or why or "no result"))
+    # The worker times `repeats` samples of target_ms each (its call count per sample from a warm-up; the suite's
+    # cap of 200 calls lifted, which at S=512, 0.43 ms a call, cut the run to ~0.5 s, short of the power limit:
+    # H200, 2026-12-04): about `seconds` of calls.
+    repeats = 5
+    run = types.SimpleNamespace(warmup=20, repeats=repeats, target_ms=seconds * 1e3 / repeats, no_error=True,
+                                jax_timeout=600, max_iters=1_000_000)
+    sampler = Sampler()
+    sampler.start()
+    results, env = bvc.run_cudnn_fp8([cfg], run)
+    samples = sampler.stop()
+    result = results.get(cfg.name, {})
+    if "ms" not in result:
+        return dict(point=cfg.name, provider="cudnn-fp8",
+                    failure=(result.get("failure") or env.get("failure") or "no result")[-300:])
     busy = [r for r in samples if r[2] >= 0.5 * r[3]] or samples
     return load_row(cfg, "cudnn-fp8", cfg.flops / (result["ms"] * 1e-3) * 1e-12, busy)
 
