@@ -16,6 +16,10 @@ standard suite's points named by --points (default D=128 S=8192, B=4, H=32, full
 runs at the power limit says what a faster FP8 kernel must save: energy per tile, not only cycles.
 
     PYTHONPATH=build/python python3 bench/clock_under_load.py --points d128_s512_full,d256_s8192_causal
+
+--window adds issue 9's sliding-window pair (fp8attn FP8 only, before the points; --points "" for the pair alone):
+whether the 4k-window call and the full causal call at S=32k run at the same clock and power, i.e. whether their
+time ratio is a ratio of cycles (H200, 2026-12-04: 1740 and 1755 MHz, 690 and 689 W: it is).
 """
 
 import argparse
@@ -94,6 +98,28 @@ def providers(cfg):
     }
 
 
+def window_pair():
+    """Issue 9's sliding-window pair (bench_decode.py --window's shapes): fp8attn FP8 (V^T given) at S=32k, B=1,
+    H=32, D=128, causal with and without a 4k left window: {name: (a call, its FLOPs)}. Whether the window call runs
+    at another clock or power than the full causal one under sustained load says whether their time ratio is a
+    cycle ratio."""
+    import torch
+
+    import fp8attn
+
+    b, s, h, d, w = 1, 32768, 32, 128, 4096
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+    vt = fp8attn.transpose_v(v, key_permuted=True)
+    one = torch.ones(1, device="cuda")
+    kw = dict(q_descale=one, k_descale=one, v_descale=one, causal=True, v_key_permuted=True)
+    full_pairs = s * (s + 1) // 2
+    window_pairs = w * (w + 1) // 2 + (s - w) * w
+    return {"window4k-full-causal": (lambda: fp8attn.fmha_fwd(q, k, vt, **kw), 4 * b * h * d * full_pairs),
+            "window4k-window": (lambda: fp8attn.fmha_fwd(q, k, vt, window=(w - 1, -1), **kw),
+                                4 * b * h * d * window_pairs)}
+
+
 def cudnn_fp8(cfg, seconds):
     """cuDNN FP8 back to back for about `seconds` in bench_vs_cudnn.py's JAX worker (run_cudnn_fp8) on suite point
     cfg; returns a row like main's, or one with a failure."""
@@ -140,6 +166,8 @@ def main():
     ap.add_argument("--no-cudnn-fp8", action="store_true", help="leave out cuDNN FP8 (JAX)")
     ap.add_argument("--points", default="d128_s8192_full,d128_s8192_causal",
                     help="comma-separated names of the standard suite's points (bench_vs_cudnn.py --list-configs)")
+    ap.add_argument("--window", action="store_true",
+                    help="also issue 9's window pair (window_pair): fp8attn FP8 only, ms per call beside the clock")
     args = ap.parse_args()
     suite = {cfg.name: cfg for cfg in bvc.standard_suite()}
     names = [n for n in args.points.split(",") if n]
@@ -159,6 +187,20 @@ def main():
                 w.writeheader()
                 w.writerows(rows)
 
+    if args.window:
+        for name, (fn, flops) in window_pair().items():
+            sampler = Sampler()
+            sampler.start()
+            time.sleep(0.2)
+            calls, elapsed = run_for(fn, args.seconds)
+            samples = sampler.stop()
+            mid = samples[len(samples) // 10: len(samples) - len(samples) // 10] or samples
+            pseudo = type("Point", (), {"name": "window4k_s32k"})
+            row = load_row(pseudo, name, flops * calls / elapsed * 1e-12, mid)
+            row["ms"] = elapsed / calls * 1e3
+            add(row)
+            print(f"    {name}: {row['ms']:.3f} ms a call", flush=True)
+            time.sleep(2)
     for cfg in (suite[n] for n in names):
         if not args.no_cudnn_fp8:
             add(cudnn_fp8(cfg, args.seconds))

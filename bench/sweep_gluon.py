@@ -16,6 +16,9 @@ kernel; the e2e column adds the library's transpose kernel (timed on the same V)
 --window: bench_decode.py --window's pair as two more points, S=32768 causal at D=128 (B=1, H=32) with and without
 a 4k left window (window_left 4095; issue 9's 3.8x is their time ratio, the ms column).
 
+--bf16: every variant runs BF16 Q, K and V (V_NATURAL=1: V read as given, P rounded to bf16; unit descales), with
+the library's BF16 key tile (64 keys at D=256) and 2 stages unless the variant sets them.
+
 --int8: every variant runs INT8 Q.K^T (QK_INT8=1, BLOCK_DESCALE=1) on int8 Q and K with
 one descale per 64 tokens of each head (as the int8_qk mode's quantization makes them, quantized here in torch so
 that the sweep needs no build; K not smoothed) and the
@@ -108,11 +111,16 @@ def layout(bits, row_bytes, rank=4):
 
 
 class Problem:
-    def __init__(self, p, int8=False):
+    def __init__(self, p, int8=False, bf16=False):
         torch.manual_seed(0)
         b, hq, hkv, s, sk, d = (p[k] for k in ("batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_dim"))
-        self.p, self.causal, self.int8 = p, bool(p["causal"]), int8
-        if int8:
+        self.p, self.causal, self.int8, self.bf16 = p, bool(p["causal"]), int8, bf16
+        if bf16:
+            one = torch.ones(1, device="cuda")
+            (self.q, self.qd), (self.k, self.kd) = ((torch.randn(b, n, h, d, device="cuda").to(torch.bfloat16), one)
+                                                    for n, h in ((s, hq), (sk, hkv)))
+            self.descale_strides = {}
+        elif int8:
             assert s % DESCALE_BLOCK == 0 and sk % DESCALE_BLOCK == 0, "--int8: whole 64-token descale blocks"
             (self.q, self.qd) = quantize_int8_blocks(torch.randn(b, s, hq, d, device="cuda"))
             (self.k, self.kd) = quantize_int8_blocks(torch.randn(b, sk, hkv, d, device="cuda"))
@@ -125,16 +133,20 @@ class Problem:
             (self.q, self.qd) = quantize(torch.randn(b, s, hq, d, device="cuda"))
             (self.k, self.kd) = quantize(torch.randn(b, sk, hkv, d, device="cuda"))
             self.descale_strides = {}
-        (self.v, self.vd) = quantize(torch.randn(b, sk, hkv, d, device="cuda"))
+        if bf16:
+            (self.v, self.vd) = (torch.randn(b, sk, hkv, d, device="cuda").to(torch.bfloat16), self.qd)
+        else:
+            (self.v, self.vd) = quantize(torch.randn(b, sk, hkv, d, device="cuda"))
         self.vt = self.v.permute(0, 2, 3, 1).contiguous()  # [b, hkv, d, sk], sequence contiguous
         assert sk % 32 == 0, "the sweep's key-permuted V^T needs whole 32-key blocks"
         self.vt_perm = self.vt[..., key_permutation(sk, self.vt.device)].contiguous()
         self.o = torch.empty(b, s, hq, d, device="cuda", dtype=torch.bfloat16)
-        self.block_n = block_n_of(d)
+        self.block_n = block_n_of(d, bf16=bf16)
         self.lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
         self._descs = {}
         # Q in one warpgroup's 64-row boxes (the three-consumer variants), made once like the others.
-        self.q_box_desc = TensorDescriptor.from_tensor(self.q, [1, WG_M, 1, d], layout(8, d))
+        self.bits = 16 if bf16 else 8
+        self.q_box_desc = TensorDescriptor.from_tensor(self.q, [1, WG_M, 1, d], layout(self.bits, d * self.bits // 8))
         self.no_offsets = torch.zeros(b + 1, dtype=torch.int32, device="cuda")
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.window_left = p.get("window_left", -1)
@@ -151,13 +163,14 @@ class Problem:
         bn."""
         if bn not in self._descs:
             d = self.p["head_dim"]
+            bits, row = self.bits, d * self.bits // 8
             self._descs[bn] = ((
-                TensorDescriptor.from_tensor(self.q, [1, BLOCK_M, 1, d], layout(8, d)),
-                TensorDescriptor.from_tensor(self.k, [1, bn, 1, d], layout(8, d)),
-                TensorDescriptor.from_tensor(self.vt, [1, 1, d, bn], layout(8, bn)),
+                TensorDescriptor.from_tensor(self.q, [1, BLOCK_M, 1, d], layout(bits, row)),
+                TensorDescriptor.from_tensor(self.k, [1, bn, 1, d], layout(bits, row)),
+                TensorDescriptor.from_tensor(self.vt, [1, 1, d, bn], layout(bits, bn * bits // 8)),
                 TensorDescriptor.from_tensor(self.o, [1, WG_M, 1, d], layout(16, 2 * d)),
-            ), TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, bn], layout(8, bn)),
-                TensorDescriptor.from_tensor(self.v, [1, bn, 1, d], layout(8, d)))
+            ), TensorDescriptor.from_tensor(self.vt_perm, [1, 1, d, bn], layout(bits, bn * bits // 8)),
+                TensorDescriptor.from_tensor(self.v, [1, bn, 1, d], layout(bits, row)))
         return self._descs[bn]
 
     def launch(self, kernel, constexprs):
@@ -172,13 +185,16 @@ class Problem:
         if block_m != BLOCK_M:
             descs[0] = self.q_box_desc
         # The library's ring depth and P.V schedule for this point, unless the variant sets them.
-        library = {"NUM_STAGES": stages_of(p["head_dim"])}
-        if "PV_PIPELINED" in kernel.arg_names:
+        library = {"NUM_STAGES": 2 if self.bf16 else stages_of(p["head_dim"])}
+        if "PV_PIPELINED" in kernel.arg_names and not self.bf16:
             library["PV_PIPELINED"] = int(gluon_pv_pipelined(p["head_dim"], self.causal))
         if "TILE_INFO_HANDOFF" in kernel.arg_names:
             library["TILE_INFO_HANDOFF"] = int(gluon_tile_info_handoff(p["head_dim"], block_m, block_n, self.causal))
         constexprs = {**library, **constexprs}
-        if constexprs.get("TRANSPOSE_V"):  # the kernel transposes V itself (key-permuted)
+        if self.bf16:  # V read as given
+            descs[2] = natural
+            constexprs.update(V_NATURAL=True, KEY_PERMUTED=0)  # a bool: the kernel combines it with `or`
+        elif constexprs.get("TRANSPOSE_V"):  # the kernel transposes V itself (key-permuted)
             descs[2] = natural
         elif constexprs.get("KEY_PERMUTED"):
             descs[2] = permuted
@@ -198,7 +214,10 @@ class Problem:
                             cu_seqlens_q=self.no_offsets, cu_seqlens_k=self.no_offsets, varlen=0, total_q=0,
                             total_k=0)
         if "stride_vs" in kernel.arg_names:  # read by the BF16 varlen path only
-            optional.update(V=self.vt, stride_vs=self.vt.stride(2), stride_vh=self.vt.stride(1))
+            if self.bf16:
+                optional.update(V=self.v, stride_vs=self.v.stride(1), stride_vh=self.v.stride(2))
+            else:
+                optional.update(V=self.vt, stride_vs=self.vt.stride(2), stride_vh=self.vt.stride(1))
         kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
                      **strides, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
@@ -253,6 +272,7 @@ def main():
     ap.add_argument("--head-dims", default="128", help="the gluon kernel compiles for 64, 128 and 256")
     ap.add_argument("--csv", default="")
     ap.add_argument("--int8", action="store_true", help="INT8 Q.K^T with per-block descales (see the module's doc)")
+    ap.add_argument("--bf16", action="store_true", help="BF16 Q, K, V (see the module's doc)")
     ap.add_argument("--window", action="store_true", help="the 4k-window pair at S=32768 too (see the module's doc)")
     args = ap.parse_args()
     variants = [load_variant(v) for v in args.variant]
@@ -268,10 +288,10 @@ def main():
         pair = dict(batch=1, heads_q=32, heads_kv=32, seqlen_q=32768, seqlen_k=32768, head_dim=128, causal=1)
         points += [pair, dict(pair, window_left=4095)]
     for p in points:
-        prob = Problem(p, int8=args.int8)
+        prob = Problem(p, int8=args.int8, bf16=args.bf16)
         head = p["heads_q"] // 2
         ref = prob.reference(head)
-        t_ms = prob.transpose_ms()
+        t_ms = 0.0 if args.bf16 else prob.transpose_ms()  # BF16 reads V as given: no transpose
         for name, kernel, constexprs in variants:
             try:
                 prob.o.fill_(float("nan"))

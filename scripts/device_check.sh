@@ -27,7 +27,8 @@
 #              D=64 S=8192 and D=128 S=2048 (~1 min)
 #   clocks     bench/clock_under_load.py: SM clock and board power while cuDNN FP8 (JAX), fp8attn FP8 / BF16 and SDPA
 #              BF16 run back to back at D=128 S=8192 (whether the card holds its clock or its power limit holds it
-#              back) (~40 s a point, two by default); CLOCK_POINTS names other points of the standard suite
+#              back) (~40 s a point, two by default); CLOCK_POINTS names other points of the standard suite,
+#              CLOCK_ARGS=--window adds issue 9's window pair (fp8attn FP8 at S=32k, full causal and a 4k window)
 #   candidates every Gluon instance, the extra set's candidates included (D=128 with 3 stages, D=64 with 2), timed by
 #              name beside the default ones over the standard suite, e4m3 and bf16 (fp8attn_profiler
 #              --providers=instance); needs a build with FP8ATTN_KERNELS=* (~3 min)
@@ -154,8 +155,9 @@ if step clocks; then
   # timeout 90 s a point; the CSV is rewritten after every row).
   points=${CLOCK_POINTS:-d128_s8192_full,d128_s8192_causal}
   n_points=$(( $(tr -cd , <<< "$points" | wc -c) + 1 ))
-  PYTHONPATH=build/python timeout $(( 90 * n_points )) python3 bench/clock_under_load.py \
-    --csv "$OUT/clock_under_load.csv" --points "$points" \
+  # shellcheck disable=SC2086
+  PYTHONPATH=build/python timeout $(( 90 * n_points + 60 )) python3 bench/clock_under_load.py \
+    --csv "$OUT/clock_under_load.csv" --points "$points" ${CLOCK_ARGS:-} \
     > "$OUT/clocks.txt" 2>&1 || status=1
   cat "$OUT/clocks.txt"
 fi

@@ -184,7 +184,8 @@ def compile_spec(c: PagedConfig):
         constexprs = {"HEAD_DIM": c.head_dim, "PAGE": c.page, "ROWS": c.rows, "BLOCK_N": c.block_n}
     else:
         types = {"PartialO": "*fp32", "PartialML": "*fp32", "O": "*bf16"}
-        constexprs = {"HEAD_DIM": c.head_dim, "ROWS": c.rows}
+        # The library launches the combine as a programmatic dependent of the decode (src/paged/paged.cpp).
+        constexprs = {"HEAD_DIM": c.head_dim, "ROWS": c.rows, "AFTER_DECODE": True}
     return params, types, constexprs, c.warps, c.stages
 
 

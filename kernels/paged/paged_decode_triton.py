@@ -21,6 +21,7 @@ poisoned with NaN cannot reach O.
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 
 from common.numerics import E4M3_MAX, LOG2E
 from common.softcap import softcap as _softcap
@@ -306,7 +307,7 @@ def paged_decode_kernel(
 def paged_combine_kernel(
     PartialO, PartialML, O, q_len, heads_q, heads_kv, num_splits, row_chunks,
     stride_ob, stride_os, stride_oh,
-    HEAD_DIM: tl.constexpr, ROWS: tl.constexpr,
+    HEAD_DIM: tl.constexpr, ROWS: tl.constexpr, AFTER_DECODE: tl.constexpr = False,
 ):
     """Program (b, kv head, row chunk, row): O = sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M the largest m_s.
     The splits are read _SPLIT_BLOCK at a time (one load of their partials, not one per split): a loop over the
@@ -323,6 +324,11 @@ def paged_combine_kernel(
     # A padding row (past the chunk's query rows: half the programs at one token and GQA 4:1 with 8 rows) loads
     # nothing; its store is masked below.
     real = row < q_len * group
+    if AFTER_DECODE:
+        # Launched as a programmatic dependent of the decode (src/paged/paged.cpp: the library's instances): wait
+        # for its partials to be complete and visible before the first load (a no-op under an ordinary launch;
+        # off for Triton's interpreter, which has no inline PTX).
+        gdc_wait()
     offs_s = tl.arange(0, _SPLIT_BLOCK)
     offs_d = tl.arange(0, HEAD_DIM)
     m = _NEG_BIG

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <tuple>
@@ -495,6 +496,10 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     }
     plan->combine_launch = runtime::LaunchConfig::for_instance(*instances.combine,
                                                                static_cast<unsigned>(combine_programs));
+    // Launched under the decode's tail; the combine waits for the decode's partials itself (gdc_wait).
+    // FP8ATTN_NO_PDL=1 launches it after the decode instead (profilers, or comparing the two).
+    char const* no_pdl = std::getenv("FP8ATTN_NO_PDL");
+    plan->combine_launch.after_previous_kernel = !(no_pdl && std::string(no_pdl) == "1");
     plan->split = true;
   }
   plan->empty = false;

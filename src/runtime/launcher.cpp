@@ -28,6 +28,13 @@ Status launch(detail::CudaDriver const& d, CUfunction function, LaunchConfig con
   config.blockDimZ = 1;
   config.sharedMemBytes = c.shared_bytes;
   config.hStream = stream;
+  CUlaunchAttribute attribute = {};
+  if (c.after_previous_kernel) {
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
   CUresult r = d.cuLaunchKernelEx(&config, function, pointers, nullptr);
   if (r != CUDA_SUCCESS) return detail::driver_error(d, r, (std::string("launch of ") + name).c_str());
   return Status::success();

@@ -16,6 +16,10 @@ struct LaunchConfig {
   unsigned grid_z = 1;
   unsigned block_x = 0;
   unsigned shared_bytes = 0;
+  /// Programmatic dependent launch: the kernel may be launched while the stream's previous kernel still runs,
+  /// and must itself wait for that kernel (griddepcontrol.wait) before reading what it wrote. Hides the launch
+  /// gap between two kernels of one call (the paged decode's combine after the decode).
+  bool after_previous_kernel = false;
 
   /// A one-dimensional grid of `programs` CTAs of the instance's block size and shared memory.
   static LaunchConfig for_instance(detail::KernelInstance const& instance, unsigned programs);

@@ -283,6 +283,27 @@ def test_cuda_graph_replay(seed):
     assert torch.equal(out, want)
 
 
+def test_combine_reads_this_calls_partials(seed):
+    """The combine is launched as a programmatic dependent of the decode (src/paged/paged.cpp) and must wait for
+    the decode's partials: back-to-back split calls into one reused workspace, each with new queries, each checked
+    against the same queries without a split (no combine). A combine that started early would read the previous
+    call's partials: every call's rows would be the previous queries' attention."""
+    d, page = 128, 64
+    if not compiled(page, d):
+        pytest.skip("no paged decode instance for pages of 64 at D=128")
+    gen = cpu_generator(seed)
+    cache, table, seqlens, _ = build([60000, 3000], 8, d, page, True, gen)
+    qs = [torch.randn((2, 1, 32, d), generator=gen).to(torch.bfloat16).cuda() for _ in range(6)]
+    whole = [decode(q, cache, table, seqlens, 60000, num_splits=1).clone() for q in qs]
+    outs = [torch.empty_like(qs[0]) for _ in qs]
+    for q, out in zip(qs, outs):  # queued back to back, no synchronization between the calls
+        decode(q, cache, table, seqlens, 60000, num_splits=16, out=out)
+    torch.cuda.synchronize()
+    for i, (got, want) in enumerate(zip(outs, whole)):
+        err = ((got.double() - want.double()).norm() / want.double().norm()).item()
+        assert err < 1e-2, f"call {i}: split result differs from the unsplit one by {err:.3e}"
+
+
 def test_errors(seed):
     cache = PagedKVCache(8, 64, 2, 128)
     table = torch.zeros((1, 4), dtype=torch.int32, device="cuda")
