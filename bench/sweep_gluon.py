@@ -16,6 +16,10 @@ kernel; the e2e column adds the library's transpose kernel (timed on the same V)
 --window: bench_decode.py --window's pair as two more points, S=32768 causal at D=128 (B=1, H=32) with and without
 a 4k left window (window_left 4095; issue 9's 3.8x is their time ratio, the ms column).
 
+--trace-dir DIR: a variant whose kernel takes a `Trace` argument (an instrumented copy of the kernel, e.g. clock64
+stamps at each query block's start, first S, last P.V and end) gets a zeroed int64 buffer of [programs, 64, 4]
+stamps, saved after the checked launch as DIR/trace_<variant>_<point>.pt (the buffer only, torch.save).
+
 --bf16: every variant runs BF16 Q, K and V (V_NATURAL=1: V read as given, P rounded to bf16; unit descales), with
 the library's BF16 key tile (64 keys at D=256) and 2 stages unless the variant sets them.
 
@@ -218,6 +222,10 @@ class Problem:
                 optional.update(V=self.v, stride_vs=self.v.stride(1), stride_vh=self.v.stride(2))
             else:
                 optional.update(V=self.vt, stride_vs=self.vt.stride(2), stride_vh=self.vt.stride(1))
+        if "Trace" in kernel.arg_names:  # an instrumented variant (--trace-dir); every launch stamps the same slots
+            if getattr(self, "trace", None) is None or self.trace.numel() != grid[0] * 64 * 4:
+                self.trace = torch.zeros(grid[0] * 64 * 4, dtype=torch.int64, device="cuda")
+            optional["Trace"] = self.trace
         kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
                      **strides, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
                      seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
@@ -272,6 +280,7 @@ def main():
     ap.add_argument("--head-dims", default="128", help="the gluon kernel compiles for 64, 128 and 256")
     ap.add_argument("--csv", default="")
     ap.add_argument("--int8", action="store_true", help="INT8 Q.K^T with per-block descales (see the module's doc)")
+    ap.add_argument("--trace-dir", default="", help="where instrumented variants' stamps go (see the module's doc)")
     ap.add_argument("--bf16", action="store_true", help="BF16 Q, K, V (see the module's doc)")
     ap.add_argument("--window", action="store_true", help="the 4k-window pair at S=32768 too (see the module's doc)")
     args = ap.parse_args()
@@ -299,6 +308,9 @@ def main():
                 torch.cuda.synchronize()
                 out = prob.o[0, :, head].double()
                 err = ((out - ref).norm() / ref.norm()).item()
+                if args.trace_dir and "Trace" in kernel.arg_names:
+                    tag = f"d{p['head_dim']}_s{p['seqlen_q']}_{'causal' if p['causal'] else 'full'}_w{prob.window_left}"
+                    torch.save(prob.trace.cpu(), os.path.join(args.trace_dir, f"trace_{name}_{tag}.pt"))
                 if torch.isnan(prob.o).any():
                     err = float("nan")
                 ms = triton.testing.do_bench(lambda: prob.launch(kernel, constexprs), warmup=25, rep=200,
