@@ -136,6 +136,35 @@ def short(name):
     return name.replace("fp8attn_sm90_paged_decode_e4m3_bf16_", "")
 
 
+# Issue 9's sliding-window row, one definition for bench_decode.py --window, clock_under_load.py --window,
+# ncu_targets.py's window targets and sweep_gluon.py --window: prefill at S=32k, causal, full against a 4k left
+# window.
+WINDOW_SHAPE = (1, 32768, 32, 128)  # batch, seqlen, heads (q and kv), head_dim
+WINDOW_LEFT = 4095
+
+
+def causal_pairs(seqlen, window_left=-1):
+    """The (query, key) pairs a square causal call keeps, with a left window of window_left keys (-1: none)."""
+    w = window_left + 1
+    if window_left < 0 or seqlen <= w:
+        return seqlen * (seqlen + 1) // 2
+    return w * (w + 1) // 2 + (seqlen - w) * w
+
+
+def window_fp8_inputs():
+    """The window pair's FP8 inputs with V^T made once (the attention kernel alone): (q, k, vt, fmha_fwd keyword
+    arguments of the full causal call; add window=(WINDOW_LEFT, -1) for the window call)."""
+    import torch
+
+    import fp8attn
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(WINDOW_SHAPE, generator=gen, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+    vt = fp8attn.transpose_v(v, key_permuted=True)
+    one = torch.ones(1, device="cuda")
+    return q, k, vt, dict(q_descale=one, k_descale=one, v_descale=one, causal=True, v_key_permuted=True)
+
+
 def window_candidates(dtype):
     import fp8attn
 
@@ -155,8 +184,7 @@ def run_window(args):
     rows = []
     for dtype in ("bf16", "e4m3"):
         gen = torch.Generator(device="cuda").manual_seed(0)
-        shape = (1, 32768, 32, 128)
-        q, k, v = (torch.randn(shape, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
+        q, k, v = (torch.randn(WINDOW_SHAPE, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
         kw = {}
         if dtype == "e4m3":
             (q, qd), (k, kd), (v, vd) = fp8attn.quantize(q), fp8attn.quantize(k), fp8attn.quantize(v)
@@ -167,7 +195,7 @@ def run_window(args):
             window_kw = {**kw, **extra}
             full_kw = {key: val for key, val in window_kw.items() if key != "kernel_name"}
             return [lambda: fp8attn.fmha_fwd(q, k, vv, causal=True, **full_kw),
-                    lambda: fp8attn.fmha_fwd(q, k, vv, causal=True, window=(4095, -1), **window_kw)]
+                    lambda: fp8attn.fmha_fwd(q, k, vv, causal=True, window=(WINDOW_LEFT, -1), **window_kw)]
 
         # The two calls timed interleaved (samples alternating), so that the machine's drift during the run (clock,
         # power) falls on both: timed one after the other the ratio read 3.45-3.83x over four runs of one tree.

@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_vs_cudnn as bvc  # noqa: E402  (the suite's points, the JAX worker)
+from bench_decode import WINDOW_LEFT, WINDOW_SHAPE, causal_pairs, window_fp8_inputs  # noqa: E402  (issue 9's pair)
 
 QUERY = "clocks.sm,clocks.max.sm,power.draw,power.limit"
 
@@ -99,25 +100,16 @@ def providers(cfg):
 
 
 def window_pair():
-    """Issue 9's sliding-window pair (bench_decode.py --window's shapes): fp8attn FP8 (V^T given) at S=32k, B=1,
-    H=32, D=128, causal with and without a 4k left window: {name: (a call, its FLOPs)}. Whether the window call runs
-    at another clock or power than the full causal one under sustained load says whether their time ratio is a
-    cycle ratio."""
-    import torch
-
+    """Issue 9's sliding-window pair (bench_decode.py's window_fp8_inputs, V^T given): {name: (a call, its FLOPs)}.
+    Whether the window call runs at another clock or power than the full causal one under sustained load says
+    whether their time ratio is a cycle ratio."""
     import fp8attn
 
-    b, s, h, d, w = 1, 32768, 32, 128, 4096
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
-    vt = fp8attn.transpose_v(v, key_permuted=True)
-    one = torch.ones(1, device="cuda")
-    kw = dict(q_descale=one, k_descale=one, v_descale=one, causal=True, v_key_permuted=True)
-    full_pairs = s * (s + 1) // 2
-    window_pairs = w * (w + 1) // 2 + (s - w) * w
-    return {"window4k-full-causal": (lambda: fp8attn.fmha_fwd(q, k, vt, **kw), 4 * b * h * d * full_pairs),
-            "window4k-window": (lambda: fp8attn.fmha_fwd(q, k, vt, window=(w - 1, -1), **kw),
-                                4 * b * h * d * window_pairs)}
+    q, k, vt, kw = window_fp8_inputs()
+    b, s, h, d = WINDOW_SHAPE
+    return {"window4k-full-causal": (lambda: fp8attn.fmha_fwd(q, k, vt, **kw), 4 * b * h * d * causal_pairs(s)),
+            "window4k-window": (lambda: fp8attn.fmha_fwd(q, k, vt, window=(WINDOW_LEFT, -1), **kw),
+                                4 * b * h * d * causal_pairs(s, WINDOW_LEFT))}
 
 
 def cudnn_fp8(cfg, seconds):
@@ -140,14 +132,31 @@ def cudnn_fp8(cfg, seconds):
         return dict(point=cfg.name, provider="cudnn-fp8",
                     failure=(result.get("failure") or env.get("failure") or "no result")[-300:])
     busy = [r for r in samples if r[2] >= 0.5 * r[3]] or samples
-    return load_row(cfg, "cudnn-fp8", cfg.flops / (result["ms"] * 1e-3) * 1e-12, busy)
+    return load_row(cfg.name, "cudnn-fp8", cfg.flops / (result["ms"] * 1e-3) * 1e-12, busy)
 
 
-def load_row(cfg, provider, tflops, samples):
+def load_row(point, provider, tflops, samples):
     """A provider's row: its TFLOP/s and the median SM clock and power of `samples` (nvidia-smi rows)."""
-    return dict(point=cfg.name, provider=provider, tflops=tflops,
+    return dict(point=point, provider=provider, tflops=tflops,
                 sm_clock_mhz=statistics.median(r[0] for r in samples), max_sm_clock_mhz=samples[0][1],
                 power_w=statistics.median(r[2] for r in samples), power_limit_w=samples[0][3], samples=len(samples))
+
+
+def sustained_row(point, provider, fn, flops, seconds):
+    """fn back to back for about `seconds` with nvidia-smi sampling: its row (load_row, plus ms a call), or a failure
+    row if fn raises. The clock and power are the middle samples': the first and last 10% hold the ramp and the
+    tail."""
+    sampler = Sampler()
+    sampler.start()
+    time.sleep(0.2)
+    try:
+        calls, elapsed = run_for(fn, seconds)
+    except Exception as e:  # a provider that refuses or fails is a row, not the end of the run
+        sampler.stop()
+        return dict(point=point, provider=provider, failure=f"{type(e).__name__}: {str(e)[:200]}")
+    samples = sampler.stop()
+    mid = samples[len(samples) // 10: len(samples) - len(samples) // 10] or samples
+    return dict(load_row(point, provider, flops * calls / elapsed * 1e-12, mid), ms=elapsed / calls * 1e3)
 
 
 def print_row(row):
@@ -189,17 +198,10 @@ def main():
 
     if args.window:
         for name, (fn, flops) in window_pair().items():
-            sampler = Sampler()
-            sampler.start()
-            time.sleep(0.2)
-            calls, elapsed = run_for(fn, args.seconds)
-            samples = sampler.stop()
-            mid = samples[len(samples) // 10: len(samples) - len(samples) // 10] or samples
-            pseudo = type("Point", (), {"name": "window4k_s32k"})
-            row = load_row(pseudo, name, flops * calls / elapsed * 1e-12, mid)
-            row["ms"] = elapsed / calls * 1e3
+            row = sustained_row("window4k_s32k", name, fn, flops, args.seconds)
             add(row)
-            print(f"    {name}: {row['ms']:.3f} ms a call", flush=True)
+            if "ms" in row:
+                print(f"    {name}: {row['ms']:.3f} ms a call", flush=True)
             time.sleep(2)
     for cfg in (suite[n] for n in names):
         if not args.no_cudnn_fp8:
@@ -211,19 +213,7 @@ def main():
             add(dict(point=cfg.name, provider="inputs", failure=f"{type(e).__name__}: {str(e)[:200]}"))
             continue
         for name, fn in fns.items():
-            sampler = Sampler()
-            sampler.start()
-            time.sleep(0.2)
-            try:
-                calls, elapsed = run_for(fn, args.seconds)
-            except Exception as e:  # a provider that refuses or fails is a row, not the end of the run
-                sampler.stop()
-                add(dict(point=cfg.name, provider=name, failure=f"{type(e).__name__}: {str(e)[:200]}"))
-                continue
-            samples = sampler.stop()
-            # Samples from the middle of the window: the first and last 10% include the ramp and the tail.
-            mid = samples[len(samples) // 10: len(samples) - len(samples) // 10] or samples
-            add(load_row(cfg, name, cfg.flops * calls / elapsed * 1e-12, mid))
+            add(sustained_row(cfg.name, name, fn, cfg.flops, args.seconds))
             time.sleep(2)  # let the card cool a little between providers, as the benchmark does not
     return 0
 

@@ -35,6 +35,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from bench_decode import WINDOW_LEFT, window_fp8_inputs  # noqa: E402  (issue 9's window pair)
+
 LAUNCHES = 5
 
 
@@ -56,18 +58,14 @@ def prefill(causal=True):
     torch.cuda.synchronize()
 
 
-def window(window_left=4095):
+def window(window_left=WINDOW_LEFT):
     import torch
 
     import fp8attn
 
-    b, s, h, d = 1, 32768, 32, 128
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
-    vt = fp8attn.transpose_v(v, key_permuted=True)
-    one = torch.ones(1, device="cuda")
-    kw = dict(q_descale=one, k_descale=one, v_descale=one, causal=True, v_key_permuted=True,
-              window=(window_left, -1) if window_left >= 0 else None)
+    q, k, vt, kw = window_fp8_inputs()
+    if window_left >= 0:
+        kw["window"] = (window_left, -1)
     print("kernel:", fp8attn.select_kernel(q, k, vt, **kw))
     for _ in range(LAUNCHES):
         fp8attn.fmha_fwd(q, k, vt, **kw)

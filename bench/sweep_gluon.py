@@ -46,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
 sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 
+from bench_decode import WINDOW_LEFT, WINDOW_SHAPE, causal_pairs  # noqa: E402  (issue 9's window pair)
 from common.numerics import DESCALE_BLOCK_TOKENS as DESCALE_BLOCK  # noqa: E402  (the descales' token blocks)
 from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
 from manifest import gluon_stages as stages_of  # noqa: E402  (and its ring depth, unless a variant sets one)
@@ -156,9 +157,7 @@ class Problem:
         self.window_left = p.get("window_left", -1)
         if self.window_left >= 0:  # the (query, key) pairs a causal left window keeps, counted
             assert self.causal and s == sk, "window points: causal and square (the count and the reference)"
-            w = self.window_left + 1
-            pairs = w * (w + 1) // 2 + (s - w) * w if s > w else s * (s + 1) // 2
-            self.flops = 4 * b * hq * d * pairs
+            self.flops = 4 * b * hq * d * causal_pairs(s, self.window_left)
         else:
             self.flops = 4 * b * hq * s * sk * d / (2 if self.causal and s == sk else 1)
 
@@ -294,8 +293,9 @@ def main():
           f"{'ms':>8}", flush=True)
     points = suite_points(args.suite, seqlens, {int(d) for d in args.head_dims.split(",")})
     if args.window:
-        pair = dict(batch=1, heads_q=32, heads_kv=32, seqlen_q=32768, seqlen_k=32768, head_dim=128, causal=1)
-        points += [pair, dict(pair, window_left=4095)]
+        b, s, h, d = WINDOW_SHAPE
+        pair = dict(batch=b, heads_q=h, heads_kv=h, seqlen_q=s, seqlen_k=s, head_dim=d, causal=1)
+        points += [pair, dict(pair, window_left=WINDOW_LEFT)]
     for p in points:
         prob = Problem(p, int8=args.int8, bf16=args.bf16)
         head = p["heads_q"] // 2

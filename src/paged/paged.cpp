@@ -25,6 +25,16 @@
 namespace fp8attn::paged {
 namespace {
 
+// Whether the combine is launched as a programmatic dependent of the decode: yes unless FP8ATTN_NO_PDL=1
+// (profilers, or comparing the two). Read once: initialize() runs on every Python decode call.
+bool combine_under_decode() {
+  static bool const under = [] {
+    char const* no_pdl = std::getenv("FP8ATTN_NO_PDL");
+    return !(no_pdl && no_pdl[0] == '1' && no_pdl[1] == '\0');
+  }();
+  return under;
+}
+
 using detail::PagedKernelConfig;
 using detail::PagedStage;
 using fp8attn::detail::KernelInstance;
@@ -497,9 +507,7 @@ Status PagedDecode::initialize(Arguments const& a, void* workspace, StreamHandle
     plan->combine_launch = runtime::LaunchConfig::for_instance(*instances.combine,
                                                                static_cast<unsigned>(combine_programs));
     // Launched under the decode's tail; the combine waits for the decode's partials itself (gdc_wait).
-    // FP8ATTN_NO_PDL=1 launches it after the decode instead (profilers, or comparing the two).
-    char const* no_pdl = std::getenv("FP8ATTN_NO_PDL");
-    plan->combine_launch.after_previous_kernel = !(no_pdl && std::string(no_pdl) == "1");
+    plan->combine_launch.after_previous_kernel = combine_under_decode();
     plan->split = true;
   }
   plan->empty = false;
