@@ -132,9 +132,11 @@ def launcher(case, inp, v):
     def call():
         decode()
         if splits > 1:
+            # As the library launches it: a programmatic dependent of the decode, waiting for its partials.
             paged_combine_kernel[(batch * heads_kv * chunks * v["ROWS"],)](
                 part_o, part_ml, out, q_len, heads_q, heads_kv, splits, chunks,
-                out.stride(0), out.stride(1), out.stride(2), HEAD_DIM=HEAD_DIM, ROWS=v["ROWS"], num_warps=4)
+                out.stride(0), out.stride(1), out.stride(2), HEAD_DIM=HEAD_DIM, ROWS=v["ROWS"], AFTER_DECODE=True,
+                num_warps=4, launch_pdl=True)
         return out
 
     read = context if window < 0 else min(context, window + q_len)

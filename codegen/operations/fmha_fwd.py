@@ -252,6 +252,21 @@ def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
     return block_m == 2 * GLUON_WG_M
 
 
+def gluon_q_in_regs(head_dim, block_m, block_n, causal, varlen, e4m3_kperm):
+    """Whether the Gluon kernel's consumers load their 64 rows of Q into registers once per query block, as the A
+    operand of every S product (HEAD_DIM / 8 registers a thread in e4m3), and hand the Q buffer back at the block's
+    start (Q_IN_REGS); e4m3_kperm: e4m3 Q and K with fp8attn's key-permuted V^T (not INT8, BF16 or vnat): S reads only K from shared memory and the producer loads the next block's Q under the whole
+    block instead of after its last S. bench/sweep_gluon.py uses the same.
+    H200, 2026-12-04 (bench/sweep_gluon.py, two calls, on / off adjacent, the order reversed in the second;
+    D=128, 256-key tiles, V^T given, ms): full attention S=512 0.3965 / 0.4044, 0.3970 / 0.4056 (+2%), 1k
+    +0.5-0.9%, 2k 1.1702 / 1.1867, 1.1680 / 1.1822 (+1.2-1.4%), 4k +1.3%, 8k 4.3974 / 4.5483, 4.3833 / 4.4757
+    (+2-3%), 16k 8.7674 / 9.0141, 8.7227 / 8.9023 (+2-3%): on for the dense e4m3 full-attention 256-key instance.
+    Off elsewhere: causal 256-key even to -1% (S=8k, 16k; S=32k +1%), D=64 7-10% slower, the vnat instance
+    (TRANSPOSE_V) 1-6% slower; ptxas spills 108-204 bytes with it on the 128-key D=128 and the D=256 tiles (0 off)."""
+    return (e4m3_kperm and not causal and not varlen and head_dim == 128 and block_n == 256
+            and block_m == 2 * GLUON_WG_M)
+
+
 # Shared memory a CTA may use on sm_90 (227 KB).
 SM90_SHARED_BYTES = 232448
 
@@ -348,7 +363,9 @@ def _gluon_compile_spec(c: FmhaConfig):
                   # One Q buffer: the double-buffered Q (2) is a sweep variant (bench/sweep_gluon.py), not measured.
                   "Q_BUFFERS": 1,
                   "TILE_INFO_HANDOFF": gluon_tile_info_handoff(c.head_dim, c.block_m, c.block_n, c.causal,
-                                                                        c.varlen)}
+                                                                        c.varlen),
+                  "Q_IN_REGS": gluon_q_in_regs(c.head_dim, c.block_m, c.block_n, c.causal, c.varlen,
+                                               c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale)}
     return params, types, constexprs, c.warps, c.stages
 
 

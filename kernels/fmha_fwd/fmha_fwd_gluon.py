@@ -87,6 +87,11 @@ the current one (the producer waits for the block before that one to be released
 tiles, and the Q load behind the slower consumer's last S of a block may sit on the path to the next block's first
 MMA. Q's shared memory doubles (+16 KB at 128 x 128 e4m3, +24 KB for 192-row blocks); head_dim 256 has no room for
 it.
+Q_IN_REGS (per instance, codegen/operations/fmha_fwd.py gluon_q_in_regs: the dense e4m3 full-attention 256-key
+instance at D=128): each consumer loads its 64 rows of Q into registers once per block as the A operand of every S
+product (HEAD_DIM / 8 registers a thread) and hands the Q buffer back at once, so S reads only K from shared memory
+and the producer loads the next block's Q under the whole block (one buffer, not Q_BUFFERS' two). Elsewhere the
+registers are short (spills at 128-key D=128 and at D=256) or the measured kernel was slower (D=64, causal, vnat).
 
 BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation), and the two consumer warpgroups
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
@@ -994,7 +999,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
-              TILE_INFO_HANDOFF: gl.constexpr):
+              TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -1105,6 +1110,13 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             q_tile = _q_slot(q_smem, count, Q_BUFFERS).reshape([BLOCK_M, HEAD_DIM]).slice(WG * WG_M, WG_M, dim=0)
         else:  # three consumers: Q in one 64-row buffer per warpgroup
             q_tile = _q_box(q_smem, count, WG, Q_BUFFERS, BLOCK_M // WG_M).reshape([WG_M, HEAD_DIM])
+        if Q_IN_REGS:
+            # Q as the register A operand of every S of the block (HEAD_DIM / 8 registers a thread in FP8), and its
+            # buffer handed back at once: the producer loads the next block's Q under this whole block.
+            q_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout,
+                                                         k_width=4 if MMA_K == 32 else 2)
+            q_tile = q_tile.load(q_layout)
+            mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
         n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # n_start is a multiple of BLOCK_N
         if n_tiles > 0:
             s0 = it % NUM_STAGES
@@ -1157,7 +1169,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             last = it + n_tiles - 1
             qk = _s_wait(qk, SPLIT_S)
             mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
-            mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
+            if not Q_IN_REGS:
+                mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
             start_n = n_start + (n_tiles - 1) * BLOCK_N
             p8, l_i, m_i, f_i, rescale = _softmax_any(qk, l_i, m_i, f_i, start_n,
                                                       lo_masked_end, full_end, offs_m,
@@ -1178,7 +1191,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
             acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
         else:
-            mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
+            if not Q_IN_REGS:
+                mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
             if not TILE_INFO_HANDOFF:
                 ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
                                     cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
@@ -1243,7 +1257,7 @@ def fmha_fwd_gluon_kernel(
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr = False,
     PV_PIPELINED: gl.constexpr = False, VARLEN: gl.constexpr = False, TRANSPOSE_V: gl.constexpr = False,
     RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2, K_DESCALE_UNIT_STRIDE: gl.constexpr = False,
-    Q_BUFFERS: gl.constexpr = 1, TILE_INFO_HANDOFF: gl.constexpr = False,
+    Q_BUFFERS: gl.constexpr = 1, TILE_INFO_HANDOFF: gl.constexpr = False, Q_IN_REGS: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -1368,13 +1382,13 @@ def fmha_fwd_gluon_kernel(
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
         ], [4, 4, _producer_warps(TRANSPOSE_V)], [160, 160, 24])
@@ -1385,10 +1399,10 @@ def fmha_fwd_gluon_kernel(
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
         ], [4, _producer_warps(TRANSPOSE_V)], [240, 24])
