@@ -255,8 +255,10 @@ def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
 def gluon_q_in_regs(head_dim, block_m, block_n, causal, varlen, e4m3_kperm):
     """Whether the Gluon kernel's consumers load their 64 rows of Q into registers once per query block, as the A
     operand of every S product (HEAD_DIM / 8 registers a thread in e4m3), and hand the Q buffer back at the block's
-    start (Q_IN_REGS); e4m3_kperm: e4m3 Q and K with fp8attn's key-permuted V^T (not INT8, BF16 or vnat): S reads only K from shared memory and the producer loads the next block's Q under the whole
-    block instead of after its last S. bench/sweep_gluon.py uses the same.
+    start (Q_IN_REGS): S reads only K from shared memory and the producer loads the next block's Q under the whole
+    block instead of after its last S. e4m3_kperm: e4m3 Q and K with fp8attn's key-permuted V^T (not INT8, BF16,
+    vnat). bench/sweep_gluon.py uses the same. (BF16 at D=64 and 128 compiles with it without spills, not measured;
+    at D=256 it spills 280 bytes.)
     H200, 2026-12-04 (bench/sweep_gluon.py, two calls, on / off adjacent, the order reversed in the second;
     D=128, 256-key tiles, V^T given, ms): full attention S=512 0.3965 / 0.4044, 0.3970 / 0.4056 (+2%), 1k
     +0.5-0.9%, 2k 1.1702 / 1.1867, 1.1680 / 1.1822 (+1.2-1.4%), 4k +1.3%, 8k 4.3974 / 4.5483, 4.3833 / 4.4757
