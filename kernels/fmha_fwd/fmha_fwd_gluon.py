@@ -968,10 +968,11 @@ def _half_tile(q_tile, k_bufs, v_bufs, s, phase, k_ready, k_empty, v_ready, v_em
                CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                UPPER: gl.constexpr):
     """A key tile of which one half holds no key any row of the block sees: S and P.V over the other BLOCK_N / 2 keys
-    only, masked, from ring stage s (loaded whole by the producer). HALF_LAST: a block's last tile whose upper half
-    lies past every row's last key (the causal diagonal of a block starting on a multiple of BLOCK_N, half of a
-    sliding window's blocks); HALF_FIRST (UPPER): a block's first tile whose lower half lies below every row's first
-    key (a sliding window's left edge, the other half of its blocks). start_n: the first key of the half computed.
+    only, masked, from ring stage s (loaded whole by the producer). Decided per consumer warpgroup, on its own 64
+    rows. HALF_LAST: a block's last tile whose upper half lies past every row's last key (256-key tiles: the causal
+    diagonal of a block starting on a multiple of 256, half of a sliding window's blocks; 128-key tiles: the first
+    warpgroup of every causal block); HALF_FIRST (UPPER): a block's first tile whose lower half lies below every
+    row's first key (a sliding window's left edge). start_n: the first key of the half computed.
     Returns (acc, l_i, m_i, f_i) after the tile."""
     HALF: gl.constexpr = BLOCK_N // 2
     h_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HALF, 32])
@@ -1165,13 +1166,16 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
         j0 = 0  # the first tile of the loop (HALF_FIRST: 1 when tile 0 is a half tile)
         if HALF_LAST or HALF_FIRST:
             gl.static_assert(not (SPLIT_S or PARTS or V_NATURAL or SUM_ON_TC or QK_INT8 or BLOCK_DESCALE),
-                             "HALF_LAST / HALF_FIRST: e4m3 with 256-key tiles at D <= 128")
+                             "HALF_LAST / HALF_FIRST: e4m3 at D <= 128")
         if HALF_LAST:
-            half = ((n_tiles >= 2) & (n_end - (n_start + (n_tiles - 1) * BLOCK_N) <= BLOCK_N // 2)).to(gl.int32)
+            # This warpgroup's own rows decide (its last row's last key): with 128-key tiles the first warpgroup
+            # of every causal block sees only the lower half of the diagonal tile.
+            n_end_wg = gl.minimum(n_end, gl.maximum(row0 + WG_M + hi_off, 0))
+            half = ((n_tiles >= 2) & (n_end_wg - (n_start + (n_tiles - 1) * BLOCK_N) <= BLOCK_N // 2)).to(gl.int32)
         if HALF_FIRST:
-            # No row sees the lower half of tile 0: the first row's lowest key is past it. At least three tiles, so
-            # that a whole tile closes the loop whatever HALF_LAST does.
-            j0 = ((n_tiles >= 3) & (start_m + lo_off >= n_start + BLOCK_N // 2)).to(gl.int32)
+            # No row of this warpgroup sees the lower half of tile 0: its first row's lowest key is past it. At least
+            # three tiles, so that a whole tile closes the loop whatever HALF_LAST does.
+            j0 = ((n_tiles >= 3) & (row0 + lo_off >= n_start + BLOCK_N // 2)).to(gl.int32)
         if n_tiles > 0:
             if HALF_FIRST:
                 if j0 != 0:
