@@ -966,13 +966,15 @@ def _s_issue(q_tile, k_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, s
 def _half_tile(q_tile, k_bufs, v_bufs, s, phase, k_ready, k_empty, v_ready, v_empty, acc, l_i, m_i, f_i, start_n,
                lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base, k_descale_stride_blk,
                CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-               UPPER: gl.constexpr):
+               UPPER: gl.constexpr, q_release, RELEASE_Q: gl.constexpr):
     """A key tile of which one half holds no key any row of the block sees: S and P.V over the other BLOCK_N / 2 keys
     only, masked, from ring stage s (loaded whole by the producer). Decided per consumer warpgroup, on its own 64
     rows. HALF_LAST: a block's last tile whose upper half lies past every row's last key (256-key tiles: the causal
     diagonal of a block starting on a multiple of 256, half of a sliding window's blocks; 128-key tiles: the first
     warpgroup of every causal block); HALF_FIRST (UPPER): a block's first tile whose lower half lies below every
-    row's first key (a sliding window's left edge). start_n: the first key of the half computed.
+    row's first key (a sliding window's left edge). start_n: the first key of the half computed. RELEASE_Q: the
+    block's last read of Q (a last tile, Q in shared memory): q_release is arrived right after S, before the wait for
+    V (with TRANSPOSE_V the producer makes the last tile's V^T ready only once it has loaded the next block's Q).
     Returns (acc, l_i, m_i, f_i) after the tile."""
     HALF: gl.constexpr = BLOCK_N // 2
     h_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HALF, 32])
@@ -983,6 +985,8 @@ def _half_tile(q_tile, k_bufs, v_bufs, s, phase, k_ready, k_empty, v_ready, v_em
     qk = warpgroup_mma(q_tile, kt, gl.zeros([WG_M, HALF], gl.float32, h_layout), use_acc=False, is_async=True)
     qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
     mbarrier.arrive(k_empty.index(s), count=1)
+    if RELEASE_Q:
+        mbarrier.arrive(q_release, count=1)
     # The row statistics in the half tile's row layout and back (the same rows per thread whatever N: no data moves).
     row_full: gl.constexpr = gl.SliceLayout(1, gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                                          instr_shape=[16, BLOCK_N, 32]))
@@ -1183,7 +1187,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                         q_tile, k_bufs, v_bufs, it % NUM_STAGES, (it // NUM_STAGES) & 1, k_ready, k_empty, v_ready,
                         v_empty, acc, l_i, m_i, f_i, n_start + BLOCK_N // 2, lo_masked_end, full_end, offs_m,
                         qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk, CAUSAL, BLOCK_N, HEAD_DIM,
-                        KEY_PERMUTED, True)
+                        KEY_PERMUTED, True, _q_slot(q_empty, count, Q_BUFFERS), False)
             s0 = (it + j0) % NUM_STAGES
             mbarrier.wait(k_ready.index(s0), ((it + j0) // NUM_STAGES) & 1)
             qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
@@ -1264,9 +1268,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                         q_tile, k_bufs, v_bufs, hs, ((last + 1) // NUM_STAGES) & 1, k_ready, k_empty, v_ready,
                         v_empty, acc, l_i, m_i, f_i, start_n + BLOCK_N, lo_masked_end, full_end, offs_m, qk_scale,
                         lo_off, hi_off, sk, kd_base, k_descale_stride_blk, CAUSAL, BLOCK_N, HEAD_DIM, KEY_PERMUTED,
-                        False)
-                    if not Q_IN_REGS:
-                        mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
+                        False, _q_slot(q_empty, count, Q_BUFFERS), not Q_IN_REGS)
         else:
             if not Q_IN_REGS:
                 mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
