@@ -367,7 +367,9 @@ def _gluon_compile_spec(c: FmhaConfig):
                   "TILE_INFO_HANDOFF": gluon_tile_info_handoff(c.head_dim, c.block_m, c.block_n, c.causal,
                                                                         c.varlen),
                   "Q_IN_REGS": gluon_q_in_regs(c.head_dim, c.block_m, c.block_n, c.causal, c.varlen,
-                                               c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale)}
+                                               c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale),
+                  # HALF_LAST (a block's last tile over its live half only): a sweep switch, not measured.
+                  "HALF_LAST": False, "HALF_FIRST": False}
     return params, types, constexprs, c.warps, c.stages
 
 

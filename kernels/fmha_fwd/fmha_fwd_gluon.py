@@ -963,6 +963,51 @@ def _s_issue(q_tile, k_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, s
 
 
 @gluon.jit
+def _half_tile(q_tile, k_bufs, v_bufs, s, phase, k_ready, k_empty, v_ready, v_empty, acc, l_i, m_i, f_i, start_n,
+               lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base, k_descale_stride_blk,
+               CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+               UPPER: gl.constexpr, q_release, RELEASE_Q: gl.constexpr):
+    """A key tile of which one half holds no key any row of the block sees: S and P.V over the other BLOCK_N / 2 keys
+    only, masked, from ring stage s (loaded whole by the producer). Decided per consumer warpgroup, on its own 64
+    rows. HALF_LAST: a block's last tile whose upper half lies past every row's last key (256-key tiles: the causal
+    diagonal of a block starting on a multiple of 256, half of a sliding window's blocks; 128-key tiles: the first
+    warpgroup of every causal block); HALF_FIRST (UPPER): a block's first tile whose lower half lies below every
+    row's first key (a sliding window's left edge). start_n: the first key of the half computed. RELEASE_Q: the
+    block's last read of Q (a last tile, Q in shared memory): q_release is arrived right after S, before the wait for
+    V (with TRANSPOSE_V the producer makes the last tile's V^T ready only once it has loaded the next block's Q).
+    Returns (acc, l_i, m_i, f_i) after the tile."""
+    HALF: gl.constexpr = BLOCK_N // 2
+    h_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HALF, 32])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 32])
+    mbarrier.wait(k_ready.index(s), phase)
+    kt = k_bufs.index(s).reshape([BLOCK_N, HEAD_DIM]).slice(HALF if UPPER else 0, HALF, dim=0).permute((1, 0))
+    qk = warpgroup_mma(q_tile, kt, gl.zeros([WG_M, HALF], gl.float32, h_layout), use_acc=False, is_async=True)
+    qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
+    mbarrier.arrive(k_empty.index(s), count=1)
+    if RELEASE_Q:
+        mbarrier.arrive(q_release, count=1)
+    # The row statistics in the half tile's row layout and back (the same rows per thread whatever N: no data moves).
+    row_full: gl.constexpr = gl.SliceLayout(1, gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                                         instr_shape=[16, BLOCK_N, 32]))
+    row_half: gl.constexpr = gl.SliceLayout(1, h_layout)
+    p8, l_i, m_i, f_i, rescale = _softmax_tile(qk, gl.convert_layout(l_i, row_half), gl.convert_layout(m_i, row_half),
+                                               gl.convert_layout(f_i, row_half), start_n, lo_masked_end, full_end,
+                                               gl.convert_layout(offs_m, row_half), qk_scale, lo_off, hi_off, seqlen_k,
+                                               kd_base, k_descale_stride_blk, CAUSAL, HEAD_DIM, HALF, KEY_PERMUTED,
+                                               False, False, False, False)
+    l_i = gl.convert_layout(l_i, row_full)
+    m_i = gl.convert_layout(m_i, row_full)
+    f_i = gl.convert_layout(f_i, row_full)
+    mbarrier.wait(v_ready.index(s), phase)
+    vt = v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N]).slice(HALF if UPPER else 0, HALF, dim=1).permute((1, 0))
+    pv = warpgroup_mma(p8, vt, gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout), use_acc=False, is_async=True)
+    pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
+    mbarrier.arrive(v_empty.index(s), count=1)
+    return acc * rescale[:, None] + pv, l_i, m_i, f_i
+
+
+@gluon.jit
 def _s_wait(qk, SPLIT_S: gl.constexpr):
     """Waits for everything issued (S included): the scores, one tensor or the two halves."""
     if SPLIT_S:
@@ -999,7 +1044,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
-              TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False):
+              TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False, HALF_LAST: gl.constexpr = False,
+              HALF_FIRST: gl.constexpr = False):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -1118,16 +1164,39 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             q_tile = q_tile.load(q_layout)
             mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
         n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # n_start is a multiple of BLOCK_N
+        # HALF_LAST: the last tile's upper half is past every row's keys (_half_tile); the tile before it closes the
+        # loop as the last whole one.
+        half = 0
+        j0 = 0  # the first tile of the loop (HALF_FIRST: 1 when tile 0 is a half tile)
+        if HALF_LAST or HALF_FIRST:
+            gl.static_assert(not (SPLIT_S or PARTS or V_NATURAL or SUM_ON_TC or QK_INT8 or BLOCK_DESCALE),
+                             "HALF_LAST / HALF_FIRST: e4m3 at D <= 128")
+        if HALF_LAST:
+            # This warpgroup's own rows decide (its last row's last key): with 128-key tiles the first warpgroup
+            # of every causal block sees only the lower half of the diagonal tile.
+            n_end_wg = gl.minimum(n_end, gl.maximum(row0 + WG_M + hi_off, 0))
+            half = ((n_tiles >= 2) & (n_end_wg - (n_start + (n_tiles - 1) * BLOCK_N) <= BLOCK_N // 2)).to(gl.int32)
+        if HALF_FIRST:
+            # No row of this warpgroup sees the lower half of tile 0: its first row's lowest key is past it. At least
+            # three tiles, so that a whole tile closes the loop whatever HALF_LAST does.
+            j0 = ((n_tiles >= 3) & (row0 + lo_off >= n_start + BLOCK_N // 2)).to(gl.int32)
         if n_tiles > 0:
-            s0 = it % NUM_STAGES
-            mbarrier.wait(k_ready.index(s0), (it // NUM_STAGES) & 1)
+            if HALF_FIRST:
+                if j0 != 0:
+                    acc, l_i, m_i, f_i = _half_tile(
+                        q_tile, k_bufs, v_bufs, it % NUM_STAGES, (it // NUM_STAGES) & 1, k_ready, k_empty, v_ready,
+                        v_empty, acc, l_i, m_i, f_i, n_start + BLOCK_N // 2, lo_masked_end, full_end, offs_m,
+                        qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk, CAUSAL, BLOCK_N, HEAD_DIM,
+                        KEY_PERMUTED, True, _q_slot(q_empty, count, Q_BUFFERS), False)
+            s0 = (it + j0) % NUM_STAGES
+            mbarrier.wait(k_ready.index(s0), ((it + j0) // NUM_STAGES) & 1)
             qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
             if not TILE_INFO_HANDOFF:
                 # The next tile's place in the schedule (and varlen offsets, loaded) under this first S MMA,
                 # instead of on the path between this tile's O store and the next tile's first MMA.
                 ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
                                     cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
-            for j in range(0, n_tiles - 1):
+            for j in range(j0, n_tiles - 1 - half):
                 s = (it + j) % NUM_STAGES
                 nxt = (it + j + 1) % NUM_STAGES
                 qk = _s_wait(qk, SPLIT_S)
@@ -1165,13 +1234,15 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
                     qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
-            # The last KV tile: its softmax, then its P V alone. Q is not read again: hand it back.
-            last = it + n_tiles - 1
+            # The last whole KV tile: its softmax, then its P V alone. Q is not read again (but by a half tile):
+            # hand it back.
+            last = it + n_tiles - 1 - half
             qk = _s_wait(qk, SPLIT_S)
             mbarrier.arrive(k_empty.index(last % NUM_STAGES), count=1)
             if not Q_IN_REGS:
-                mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
-            start_n = n_start + (n_tiles - 1) * BLOCK_N
+                if half == 0:
+                    mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
+            start_n = n_start + (n_tiles - 1 - half) * BLOCK_N
             p8, l_i, m_i, f_i, rescale = _softmax_any(qk, l_i, m_i, f_i, start_n,
                                                       lo_masked_end, full_end, offs_m,
                                                       qk_scale, lo_off, hi_off, sk, kd_base,
@@ -1190,6 +1261,14 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                 pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
             mbarrier.arrive(v_empty.index(last % NUM_STAGES), count=1)
             acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
+            if HALF_LAST:
+                if half != 0:
+                    hs = (last + 1) % NUM_STAGES
+                    acc, l_i, m_i, f_i = _half_tile(
+                        q_tile, k_bufs, v_bufs, hs, ((last + 1) // NUM_STAGES) & 1, k_ready, k_empty, v_ready,
+                        v_empty, acc, l_i, m_i, f_i, start_n + BLOCK_N, lo_masked_end, full_end, offs_m, qk_scale,
+                        lo_off, hi_off, sk, kd_base, k_descale_stride_blk, CAUSAL, BLOCK_N, HEAD_DIM, KEY_PERMUTED,
+                        False, _q_slot(q_empty, count, Q_BUFFERS), not Q_IN_REGS)
         else:
             if not Q_IN_REGS:
                 mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
@@ -1258,6 +1337,7 @@ def fmha_fwd_gluon_kernel(
     PV_PIPELINED: gl.constexpr = False, VARLEN: gl.constexpr = False, TRANSPOSE_V: gl.constexpr = False,
     RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2, K_DESCALE_UNIT_STRIDE: gl.constexpr = False,
     Q_BUFFERS: gl.constexpr = 1, TILE_INFO_HANDOFF: gl.constexpr = False, Q_IN_REGS: gl.constexpr = False,
+    HALF_LAST: gl.constexpr = False, HALF_FIRST: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -1382,13 +1462,13 @@ def fmha_fwd_gluon_kernel(
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
         ], [4, 4, _producer_warps(TRANSPOSE_V)], [160, 160, 24])
@@ -1399,10 +1479,10 @@ def fmha_fwd_gluon_kernel(
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
         ], [4, _producer_warps(TRANSPOSE_V)], [240, 24])
