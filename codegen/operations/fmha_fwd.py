@@ -257,8 +257,9 @@ def gluon_q_in_regs(head_dim, block_m, block_n, causal, varlen, e4m3_kperm):
     operand of every S product (HEAD_DIM / 8 registers a thread in e4m3), and hand the Q buffer back at the block's
     start (Q_IN_REGS): S reads only K from shared memory and the producer loads the next block's Q under the whole
     block instead of after its last S. e4m3_kperm: e4m3 Q and K with fp8attn's key-permuted V^T (not INT8, BF16,
-    vnat). bench/sweep_gluon.py uses the same. (BF16 at D=64 and 128 compiles with it without spills, not measured;
-    at D=256 it spills 280 bytes.)
+    vnat). bench/sweep_gluon.py uses the same. (BF16 measured on the H200, 2026-12-04, ninth session: D=64 +3.5-7.5%,
+    D=128 causal +0.6-3%, full -1-2%; on in branch wip/half-last-on until the GPU tests run with it. At D=256 it
+    spills 280 bytes.)
     H200, 2026-12-04 (bench/sweep_gluon.py, two calls, on / off adjacent, the order reversed in the second;
     D=128, 256-key tiles, V^T given, ms): full attention S=512 0.3965 / 0.4044, 0.3970 / 0.4056 (+2%), 1k
     +0.5-0.9%, 2k 1.1702 / 1.1867, 1.1680 / 1.1822 (+1.2-1.4%), 4k +1.3%, 8k 4.3974 / 4.5483, 4.3833 / 4.4757
@@ -368,7 +369,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                                                                         c.varlen),
                   "Q_IN_REGS": gluon_q_in_regs(c.head_dim, c.block_m, c.block_n, c.causal, c.varlen,
                                                c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale),
-                  # HALF_LAST (a block's last tile over its live half only): a sweep switch, not measured.
+                  # HALF_LAST (a block's last tile over its live half only): measured on the H200 (docs/perf/NOTES.md,
+                  # ninth session: causal 256-key +0.5-6%); on in branch wip/half-last-on until the GPU tests run.
                   "HALF_LAST": False, "HALF_FIRST": False}
     return params, types, constexprs, c.warps, c.stages
 
