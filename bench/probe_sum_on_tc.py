@@ -28,7 +28,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels"))
-from fmha_fwd.fmha_fwd_gluon import _store_e4m3_ones  # noqa: E402  (the attention kernel's own store)
+from fmha_fwd.gluon_softmax import _store_e4m3_ones  # noqa: E402  (the attention kernel's own store)
 
 M, K = 64, 128  # one warpgroup's rows, one 128-key tile
 WG_M, TILE_K = gl.constexpr(M), gl.constexpr(K)  # the same, for the kernel

@@ -8,7 +8,10 @@ a float64 reference before its time counts. Used to decide what goes into kernel
 A variant is name=path[:CONST=int,...] (BLOCK_N among them sets the key tile, the library's per head dim
 otherwise; NUM_CONSUMERS=3 runs 192-row query blocks over three consumer warpgroups); the path is a module defining
 fmha_fwd_gluon_kernel with the argument list of the library's kernel (kernels/ is put on sys.path for its
-imports).
+imports). The library's kernel imports its parts (kernels/fmha_fwd/gluon_*.py) as the package fmha_fwd, so every
+variant loaded by path shares this checkout's parts: a variant that changes a part is a self-contained copy (as
+the kernel was in one file before 2026-12-05, e.g. `git show <rev>:kernels/fmha_fwd/fmha_fwd_gluon.py` of an
+older revision), or the switch lives in this checkout's parts.
 
 A variant with TRANSPOSE_V=1 (and KEY_PERMUTED=1) gets V itself, head_dim contiguous, and transposes it in the
 kernel; the e2e column adds the library's transpose kernel (timed on the same V) to every other variant's time.

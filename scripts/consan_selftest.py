@@ -6,7 +6,7 @@ kernel under TRITON_INSTRUMENTATION_MODE=consan through the JIT (bench/sweep_glu
 key-permuted V^T, a small problem), in processes of their own run side by side (a device assert ends the CUDA
 context; CHILDREN):
 
-    intact    kernels/fmha_fwd/fmha_fwd_gluon.py as it is, on the key-permuted V^T and with the producer
+    intact    kernels/fmha_fwd/fmha_fwd_gluon.py (and its parts) as it is, on the key-permuted V^T and with the producer
               transposing V itself (TRANSPOSE_V, the vnat instances' three configurations): must finish and
               match float64, and the transposing kernel must give the same bits as the one reading the V^T
     mutated   the same source with the consumer's wait for the V tile's TMA load removed (it then reads V^T's
@@ -23,13 +23,16 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KERNEL = os.path.join(ROOT, "kernels", "fmha_fwd", "fmha_fwd_gluon.py")
+# The kernel's package (fmha_fwd_gluon.py and the gluon_*.py parts it imports), copied for each child into a
+# folder of its own, mutated there, and imported from it.
+PACKAGE = os.path.join(ROOT, "kernels", "fmha_fwd")
+KERNEL = "fmha_fwd_gluon.py"
 # The consumer's wait for a V stage (P_j V_j's operand) in its main loop: the first one after `def _consumer(`.
 V_WAIT = "mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)"
-CONSUMER = "def _consumer("
+CONSUMER = ("gluon_consumer.py", "def _consumer(")
 # The producer's wait for a raw V tile before transposing it (TRANSPOSE_V), in _transpose_step.
 RAW_WAIT = "mbarrier.wait(raw_ready.index(r), (j // RAW_STAGES) & 1)"
-TRANSPOSER = "def _transpose_step("
+TRANSPOSER = ("gluon_producer.py", "def _transpose_step(")
 # The partitions' registers (consumers, producer) at the end of the kernel's warp_specialize call.
 PRODUCER_REGS = "[240, 24])"
 KP, TV = "KEY_PERMUTED=1", "KEY_PERMUTED=1,TRANSPOSE_V=1"
@@ -46,6 +49,63 @@ CONSAN_REPORTS = ("Buffer being accessed has outstanding", "Accessing buffer wit
                   "Barrier arrive underflow")
 
 
+def mutate(sources, where, text, replacement):
+    """sources[file] with the first `text` after `anchor` replaced (where = (file, anchor))."""
+    file, anchor = where
+    src = sources[file]
+    at = src.find(text, src.index(anchor))
+    assert at >= 0, f"{text!r} is not in {file} after {anchor!r} any more: update the self-test"
+    sources[file] = src[:at] + replacement + src[at + len(text):]
+
+
+def kernel_sources(kind):
+    """The package's files as the child `kind` compiles them, and the INTACT runs it makes."""
+    sources = {f: open(os.path.join(PACKAGE, f)).read() for f in os.listdir(PACKAGE) if f.endswith(".py")}
+    if kind == "mutated":
+        mutate(sources, CONSUMER, V_WAIT, "pass  # mutated: no wait for V's TMA load")
+        return sources, INTACT[:1]
+    if kind.startswith("mutated-transpose"):
+        mutate(sources, TRANSPOSER, RAW_WAIT, "pass  # mutated: no wait for the raw V tile's TMA load")
+        if kind == "mutated-transpose":
+            # ConSan's report is a device assert (a printf call), which needs more registers than the 24 the
+            # transposing producer runs with: there the check fires as an illegal instruction, no message (H200,
+            # 2026-12-03, "mutated-transpose-24"). The self-test gives the producer 56 (the consumers 224) so that
+            # the report shows what was caught.
+            assert sources[KERNEL].count(PRODUCER_REGS) == 1, "the partitions' register split moved: update PRODUCER_REGS"
+            sources[KERNEL] = sources[KERNEL].replace(PRODUCER_REGS, "[224, 56])")
+        return sources, [r for r in INTACT if r[0] == "vnat_causal"]
+    return sources, INTACT
+
+
+def import_package(sources, folder):
+    """Writes the package into folder/fmha_fwd and puts it first on the path, so that the kernel loaded from there
+    imports its parts from there too (not the library's kernels/fmha_fwd, which sweep_gluon put on the path).
+    Returns the kernel file's path. Checks that the modules Python resolves are the copies, and that a mutation
+    is in the source the JIT compiles: a self-test that ran the intact kernel as the 'mutated' one would show a
+    silent ConSan as a pass of the intact kernel."""
+    package = os.path.join(folder, "fmha_fwd")
+    os.makedirs(package)
+    for file, src in sources.items():
+        with open(os.path.join(package, file), "w") as f:
+            f.write(src)
+    sys.path.insert(0, folder)
+    for name in [m for m in sys.modules if m == "fmha_fwd" or m.startswith("fmha_fwd.")]:
+        del sys.modules[name]
+    import importlib
+    for file, src in sources.items():
+        if file == "__init__.py":
+            continue
+        module = importlib.import_module("fmha_fwd." + file[:-3])
+        assert os.path.dirname(os.path.abspath(module.__file__)) == os.path.abspath(package), \
+            f"fmha_fwd.{file[:-3]} resolves to {module.__file__}, not the self-test's copy"
+        # The JIT compiles each function from its own source text (JITFunction.src): the copy's, mutation included.
+        for value in vars(module).values():
+            fn = getattr(value, "fn", None)
+            if getattr(fn, "__module__", None) == module.__name__:
+                assert value.src in src, f"{module.__name__}.{fn.__name__}: the JIT's source is not the copy's"
+    return os.path.join(package, KERNEL)
+
+
 def child(kind, names):
     os.environ["TRITON_INSTRUMENTATION_MODE"] = "consan"
     sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -56,30 +116,11 @@ def child(kind, names):
 
     # ConSan keeps its shadow state in global scratch, which the JIT allocates through this hook.
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
-    src = open(KERNEL).read()
-    runs = [r for r in INTACT if r[0] in names]
-    if kind == "mutated":
-        at = src.find(V_WAIT, src.index(CONSUMER))
-        assert at >= 0, "the consumer's V wait is not in the kernel any more: update V_WAIT"
-        src = src[:at] + "pass  # mutated: no wait for V's TMA load" + src[at + len(V_WAIT):]
-        runs = INTACT[:1]
-    elif kind.startswith("mutated-transpose"):
-        at = src.find(RAW_WAIT, src.index(TRANSPOSER))
-        assert at >= 0, "the producer's raw V wait is not in the kernel any more: update RAW_WAIT"
-        src = src[:at] + "pass  # mutated: no wait for the raw V tile's TMA load" + src[at + len(RAW_WAIT):]
-        if kind == "mutated-transpose":
-            # ConSan's report is a device assert (a printf call), which needs more registers than the 24 the
-            # transposing producer runs with: there the check fires as an illegal instruction, no message (H200,
-            # 2026-12-03, "mutated-transpose-24"). The self-test gives the producer 56 (the consumers 224) so that
-            # the report shows what was caught.
-            assert src.count(PRODUCER_REGS) == 1, "the partitions' register split moved: update PRODUCER_REGS"
-            src = src.replace(PRODUCER_REGS, "[224, 56])")
-        runs = [r for r in INTACT if r[0] == "vnat_causal"]
+    sources, runs = kernel_sources(kind)
+    runs = [r for r in runs if r[0] in names or kind != "intact"]
     outputs, worst = {}, 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "gluon_consan_selftest.py")
-        with open(path, "w") as f:
-            f.write(src)
+        path = import_package(sources, tmp)
         for name, consts, head_dim, causal in runs:
             _, kernel, constexprs = sweep_gluon.load_variant(f"selftest={path}:{consts}")
             problem = sweep_gluon.Problem({"batch": 1, "heads_q": 2, "heads_kv": 2, "seqlen_q": 512,
