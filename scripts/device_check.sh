@@ -8,7 +8,8 @@
 #              and build/bench/fp8attn_bench_host_overhead (C++), under a minute
 #   sweep      bench/sweep_gluon.py: the Gluon kernel's switches side by side on the suite's D=64, 128 and 256
 #              points (SWEEP_VARIANTS overrides the list; the default: the library's settings against
-#              the plain key order; SWEEP_HEAD_DIMS and SWEEP_SEQLENS narrow the points), a few minutes; needs
+#              the plain key order; SWEEP_HEAD_DIMS and SWEEP_SEQLENS narrow the points; SWEEP_ARGS adds arguments,
+#              e.g. "--window" for issue 9's window pair or "--bf16"), a few minutes; needs
 #              no build
 #   modes      bench/accuracy_modes.py: every accuracy mode's error on Gaussian / sink / outlier inputs up to 128k
 #              (cuDNN FP8 beside it) and every mode's speed on the standard suite, quantization included (~4 min)
@@ -88,6 +89,7 @@ if step sweep; then
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   [[ -n "${SWEEP_SEQLENS:-}" ]] && args+=(--seqlens "$SWEEP_SEQLENS")
+  [[ -n "${SWEEP_ARGS:-}" ]] && args+=(${SWEEP_ARGS})
   timeout 400 python3 bench/sweep_gluon.py "${args[@]}" --head-dims "${SWEEP_HEAD_DIMS:-64,128,256}" --csv "$OUT/sweep.csv" \
     > "$OUT/sweep.txt" 2>&1 || status=1
   tail -50 "$OUT/sweep.txt"
