@@ -6,8 +6,9 @@ variant's output, descales and mean checked byte for byte against the first vari
         --variant hf=kernels/quantize/quantize_triton.py:HEADS_FASTEST=1 [--csv out.csv]
 
 A variant is name=path[:CONST=int,...]; the constants go to the stats and apply kernels (each takes those it
-declares), except PERSISTENT=n (the apply's persistent variant with n programs per SM) and WARPS=w (the stats and
-apply launches' warps, 4 by default, 8 at head_dim 256). The launches mirror src/quant/quantize.cpp: 64-token blocks, 4 warps (8 at head_dim 256), the rotation
+declares), except PERSISTENT=n (the apply's persistent variant with n programs per SM), WARPS=w (the stats and apply
+launches' warps, 4 by default, 8 at head_dim 256) and MAXNREG=r (the apply's register cap, ptxas's .maxnreg: 168
+lets three 128-thread programs share an SM's registers). The launches mirror src/quant/quantize.cpp: 64-token blocks, 4 warps (8 at head_dim 256), the rotation
 table once, stats and reduce where the recipe needs them. Timed interleaved (bench_vs_cudnn.time_cuda_interleaved):
 the apply launch alone, and the whole quantization (stats, reduce and apply; the rotation table is built once per
 call by the library too and is included). GB/s counts the apply's bf16 read and its 1-byte write.
@@ -56,7 +57,7 @@ def programs_per_sm_grid(items, per_sm):
 def accepted(kernel, consts):
     """The constants this kernel declares (a variant's switch may exist in one kernel only); PERSISTENT as a
     switch (its value is the grid's programs per SM)."""
-    out = {k: v for k, v in consts.items() if k in kernel.arg_names and k != "WARPS"}
+    out = {k: v for k, v in consts.items() if k in kernel.arg_names and k not in ("WARPS", "MAXNREG")}
     if "PERSISTENT" in out:
         out["PERSISTENT"] = bool(out["PERSISTENT"])
     return out
@@ -134,7 +135,8 @@ class Quantization:
         apply[grid](self.x, self.out, self.descale, self.mean, self.rotation,
                     per_block=int(self.r["granularity"] == "block"), group=self.group, seqlen_pad=self.seqlen_pad,
                     vt=int(self.vt), **extra, **self._common(), **so, OUT_INT8=self.int8, KEY_PERMUTED=self.vt,
-                    **accepted(apply, consts), num_warps=consts.get("WARPS", self.warps))
+                    **accepted(apply, consts), num_warps=consts.get("WARPS", self.warps),
+                    **({"maxnreg": consts["MAXNREG"]} if "MAXNREG" in consts else {}))
 
     def run(self, module, consts):
         self.statistics(module, consts)

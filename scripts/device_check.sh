@@ -24,7 +24,8 @@
 #              INT8_HEAD_DIMS=64,128 adds D=128), then bench/bench_int8_instances.py, every compiled INT8 instance by
 #              name (~4 min)
 #   quantsweep bench/sweep_quantize.py: the quantize kernels' switches through the JIT on the accuracy modes' recipes
-#              (QUANT_VARIANTS overrides the list; the default: the library's program order against HEADS_FASTEST),
+#              (QUANT_VARIANTS overrides the list; the default: the library's apply against HEADS_FASTEST and the
+#              PERSISTENT apply),
 #              apply alone and the whole quantization, outputs checked byte for byte; under a minute; needs no build
 #   stages     bench/mode_stage_times.py: every kernel of one fp8 / fp8_smooth_rotate / int8_qk call and its time, at
 #              D=64 S=8192 and D=128 S=2048 (~1 min)
@@ -184,9 +185,12 @@ if step int8; then
 fi
 if step quantsweep; then
   # The quantize kernels' switches through the JIT, outputs checked byte for byte (QUANT_VARIANTS overrides the
-  # list; the default: the library's order of programs against HEADS_FASTEST).
+  # list; the default: the library's apply against HEADS_FASTEST, the PERSISTENT apply at 2 programs an SM and at 3
+  # with 168 registers (no spill at D=128), with and without HEADS_FASTEST; each twice, the order reversed).
   q=kernels/quantize/quantize_triton.py
-  variants=${QUANT_VARIANTS:-"lib=$q hf=$q:HEADS_FASTEST=1 lib2=$q hf2=$q:HEADS_FASTEST=1"}
+  p3=PERSISTENT=3,MAXNREG=168
+  variants=${QUANT_VARIANTS:-"lib=$q hf=$q:HEADS_FASTEST=1 p2=$q:PERSISTENT=2 p3=$q:$p3 p3hf=$q:$p3,HEADS_FASTEST=1
+    p3hf_=$q:$p3,HEADS_FASTEST=1 p3_=$q:$p3 p2_=$q:PERSISTENT=2 hf_=$q:HEADS_FASTEST=1 lib_=$q"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   timeout 300 python3 bench/sweep_quantize.py "${args[@]}" --csv "$OUT/sweep_quantize.csv" \
