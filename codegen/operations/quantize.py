@@ -91,6 +91,7 @@ APPLY_PARAMS = [
     # seqlen_pad (V^T's row, padded_seqlen: a multiple of 32) divisible by 16: the transposed store of the V^T
     # layouts is then 16 bytes a thread along the tokens instead of one byte (64 single-byte stores a thread).
     Param("seqlen_pad", "i32", True), Param("vt", "i32"),
+    Param("num_items", "i32"),  # batch * heads * num_blocks (read by the PERSISTENT variant)
 ] + _X_STRIDES + [Param("stride_ob", "i64", True), Param("stride_oh", "i64", True), Param("stride_os", "i64", True)]
 
 ROTATION_PARAMS = [Param("Rotation", "ptr", True), Param("width", "i32"), Param("seed", "i32")]
@@ -129,14 +130,14 @@ def compile_spec(c: QuantizeConfig):
     elif c.stage == "stats":
         types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype],
                  "PartialSum": "*fp32", "PartialAmax": "*fp32"}
-        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}
+        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "HEADS_FASTEST": False}
     else:
         if c.key_permuted and c.block_s % 32:
             raise ValueError(f"{name_of(c)}: kperm needs whole 32-key blocks")
         types = {"X": _TRITON_TYPE[c.in_dtype], "Out": _TRITON_TYPE[c.out_dtype], "Descale": "*fp32",
                  "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
-                      "KEY_PERMUTED": c.key_permuted}
+                      "KEY_PERMUTED": c.key_permuted, "HEADS_FASTEST": False, "PERSISTENT": False}
     return params, types, constexprs, c.warps, 1
 
 

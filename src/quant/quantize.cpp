@@ -440,6 +440,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
                        static_assert(fmha::kVtSeqAlign % 16 == 0, "quantize apply assumes 16 | seqlen_pad");
                        ap.seqlen_pad = static_cast<int32_t>(fmha::padded_seqlen(a.seqlen));
                        ap.vt = vt_layout(a);
+                       ap.num_items = static_cast<int32_t>(bh * blocks);
                        ap.stride_xb = a.input.stride_b;
                        ap.stride_xh = a.input.stride_h;
                        ap.stride_xs = a.input.stride_s;
