@@ -119,6 +119,26 @@ def kernel_of(c: QuantizeConfig):
     return KERNELS[key]
 
 
+# Registers per SM on sm_90 (the persistent apply's register cap is derived from it).
+SM90_REGISTERS = 65536
+
+
+def apply_programs_per_sm(c: QuantizeConfig):
+    """The apply's PERSISTENT grid, programs per SM (0: one program per 64-token block, the default). Not measured
+    yet (bench/sweep_quantize.py's PERSISTENT=n): 0 for every instance."""
+    return 0
+
+
+def compile_options(c: QuantizeConfig):
+    """A persistent apply's register cap: as many registers as let apply_programs_per_sm(c) programs share an SM
+    (ptxas at D=128: 192 registers without it, two programs; 166 under 168, three, no spill)."""
+    per_sm = apply_programs_per_sm(c) if c.stage == "apply" else 0
+    if not per_sm:
+        return {}
+    cap = SM90_REGISTERS // (per_sm * 32 * c.warps) // 8 * 8
+    return {"maxnreg": min(cap, 255)}
+
+
 def compile_spec(c: QuantizeConfig):
     _, _, params, _ = kernel_of(c)
     if c.stage == "reduce":
@@ -137,7 +157,8 @@ def compile_spec(c: QuantizeConfig):
         types = {"X": _TRITON_TYPE[c.in_dtype], "Out": _TRITON_TYPE[c.out_dtype], "Descale": "*fp32",
                  "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
-                      "KEY_PERMUTED": c.key_permuted, "HEADS_FASTEST": False, "PERSISTENT": False}
+                      "KEY_PERMUTED": c.key_permuted, "HEADS_FASTEST": False,
+                      "PERSISTENT": apply_programs_per_sm(c) > 0}
     return params, types, constexprs, c.warps, 1
 
 
@@ -167,4 +188,4 @@ def cpp_config(c: QuantizeConfig):
     return ("quant::detail::QuantizeKernelConfig",
             f"{{quant::detail::QuantizeStage::{_CPP_STAGE[c.stage]}, {_CPP_TYPE[c.in_dtype]}, "
             f"{_CPP_TYPE[c.out_dtype]}, {c.block_s}, {c.head_dim}, {c.warps}, {'true' if c.key_permuted else 'false'}, "
-            f"{REDUCE_WIDTH}}}")
+            f"{REDUCE_WIDTH}, {apply_programs_per_sm(c) if c.stage == 'apply' else 0}}}")
