@@ -31,8 +31,22 @@ from bench_quantize_instances import RECIPES, SHAPES  # noqa: E402  (the recipes
 from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK_S  # noqa: E402
 from common.numerics import E4M3_MAX, INT8_QMAX, ROTATION_TABLE_MAX_HEAD_DIM  # noqa: E402
 
+sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
+from operations.quantize import APPLY_PARAMS, REDUCE_PARAMS, STATS_PARAMS  # noqa: E402  (as the build compiles them)
+
+POINTERS = {p.name for p in APPLY_PARAMS + STATS_PARAMS + REDUCE_PARAMS if p.kind == "ptr"}
+
 VT_ALIGN = 32  # include/fp8attn/fmha/device/transpose_v.h's kVtSeqAlign
 DEVICE = "cuda"
+
+
+def as_compiled(kernel, params):
+    """The kernel re-jitted so that the JIT specializes its arguments as the ahead-of-time build does: no i32 argument
+    becomes a constant when it is 1 (the JIT's default would compile the rotate / smooth / per_block branches out)
+    and only the pointers and integers codegen declares divisible by 16 are assumed aligned."""
+    loose = [p.name for p in params if p.name in kernel.arg_names and not p.divisible_by_16]
+    return triton.jit(kernel.fn, do_not_specialize=[p for p in loose if p not in POINTERS],
+                      do_not_specialize_on_alignment=[p for p in loose if p in POINTERS])
 
 
 def load_variant(spec):
@@ -41,6 +55,9 @@ def load_variant(spec):
     module_spec = importlib.util.spec_from_file_location(f"quantize_variant_{name}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
+    for kernel_name, params in (("quantize_apply_kernel", APPLY_PARAMS), ("quantize_stats_kernel", STATS_PARAMS),
+                                ("quantize_reduce_kernel", REDUCE_PARAMS)):
+        setattr(module, kernel_name, as_compiled(getattr(module, kernel_name), params))
     return name, module, {k: int(v) for k, v in (kv.split("=") for kv in consts.split(",") if kv)}
 
 
@@ -142,26 +159,35 @@ class Quantization:
         self.statistics(module, consts)
         self.apply(module, consts)
 
+    def poison(self, out_byte):
+        """Every buffer a stage writes set to what no stage writes (the output to out_byte, the float ones to NaN),
+        so that a variant that leaves one unwritten, or reads one before it is written, cannot match."""
+        self.out.view(torch.uint8).fill_(out_byte)
+        for t in (self.descale, self.mean, self.sums, self.amax):
+            t.fill_(float("nan"))
+
     def results(self):
-        """The output's bytes, the descales and the mean (compared bit for bit)."""
-        return [self.out.view(torch.uint8).clone(), self.descale.clone(), self.mean.clone()]
+        """Every buffer's bytes (NaN compares by its bits): output, descales, mean and the stats' partials."""
+        return [t.view(torch.uint8).clone() for t in (self.out, self.descale, self.mean, self.sums, self.amax)]
 
 
 def check_variants(q, variants):
-    """'same' or 'DIFFERS' per variant: its output bytes, descales and mean against the first variant's."""
-    reference, checks = None, []
-    for name, module, consts in variants:
-        q.out.view(torch.uint8).fill_(0x7F)  # poisoned: every byte must be written
-        q.descale.fill_(float("nan"))
+    """'same' or 'DIFFERS' per variant: every buffer's bytes against the first variant's, each run on freshly poisoned
+    buffers; the first variant also runs on output poisoned another way (0x00, then 0x7F), which must not show: an
+    output byte it leaves unwritten reads 'UNWRITTEN' for every variant."""
+    def run(module, consts, out_byte):
+        q.poison(out_byte)
         q.run(module, consts)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
-        got = q.results()
-        if reference is None:
-            reference = got
-        same = all(torch.equal(a, b) for a, b in zip(reference, got))
-        checks.append("same" if same else "DIFFERS")
-    return checks
+        return q.results()
+
+    _, module0, consts0 = variants[0]
+    reference = run(module0, consts0, 0x7F)
+    if not all(torch.equal(a, b) for a, b in zip(reference, run(module0, consts0, 0x00))):
+        return ["UNWRITTEN"] * len(variants)
+    return ["same" if all(torch.equal(a, b) for a, b in zip(reference, run(module, consts, 0x7F))) else "DIFFERS"
+            for _, module, consts in variants]
 
 
 def main():

@@ -426,6 +426,11 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     int sms = 0;
     if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
     apply_programs = std::min<int64_t>(apply_programs, int64_t{per_sm} * sms);
+    // The kernel's int32 item index steps by the grid past the last item once.
+    if (bh * blocks > INT32_MAX - apply_programs) {
+      return Status(StatusCode::kErrorNotSupported, "batch * heads * blocks of " + num(kQuantizeBlockTokens) +
+                                                        " tokens plus the persistent grid exceeds 2^31-1");
+    }
   }
   if (Status s = add(*instances.apply, apply_programs, "quantize apply",
                      [&](runtime::ParamPack& p) {
