@@ -284,8 +284,9 @@ class ProgramOrder(unittest.TestCase):
                    dict(out_dtype="e4m3", granularity="block", layout="vt_kperm")]
         for recipe in recipes:
             runs = []
-            # 18 blocks over 5 or 7 persistent programs: 2-4 each (each last prefetch past the end, masked off).
-            for order, programs in ((False, None), (True, None), (False, 5), (True, 7)):
+            # 18 blocks over 1, 5, 7 or 25 persistent programs (each last prefetch past the end masked off; with 25,
+            # seven programs have no block at all).
+            for order, programs in ((False, None), (True, None), (False, 5), (True, 7), (False, 1), (True, 25)):
                 q = Quantizer(x, heads_fastest=order, programs=programs, **recipe)
                 out, descale = q.run()
                 runs.append((out, descale, q.mean, q.partial_sums, q.partial_amax))
