@@ -428,8 +428,9 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     apply_programs = std::min<int64_t>(apply_programs, int64_t{per_sm} * sms);
     // The kernel's int32 item index steps by the grid past the last item once.
     if (bh * blocks > INT32_MAX - apply_programs) {
-      return Status(StatusCode::kErrorNotSupported, "batch * heads * blocks of " + num(kQuantizeBlockTokens) +
-                                                        " tokens plus the persistent grid exceeds 2^31-1");
+      return Status(StatusCode::kErrorNotSupported,
+                    "batch * heads * blocks of " + num(kQuantizeBlockTokens) + " tokens (" + num(bh * blocks) +
+                        ") plus the persistent grid (" + num(apply_programs) + " programs) exceeds 2^31-1");
     }
   }
   if (Status s = add(*instances.apply, apply_programs, "quantize apply",
