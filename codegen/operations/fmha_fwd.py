@@ -371,7 +371,10 @@ def _gluon_compile_spec(c: FmhaConfig):
                                                c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale),
                   # HALF_LAST (a block's last tile over its live half only): measured on the H200 (docs/perf/NOTES.md,
                   # ninth session: causal 256-key +0.5-6%); on in branch wip/half-last-on until the GPU tests run.
-                  "HALF_LAST": False, "HALF_FIRST": False}
+                  "HALF_LAST": False, "HALF_FIRST": False,
+                  # LAZY_RESCALE (BF16: a row's frame kept until its maximum grows by 2^16, the accumulator's rescale
+                  # skipped per warp): a sweep switch (bench/sweep_gluon.py), not measured yet.
+                  "LAZY_RESCALE": False}
     return params, types, constexprs, c.warps, c.stages
 
 
