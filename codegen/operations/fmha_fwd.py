@@ -395,7 +395,10 @@ def _gluon_compile_spec(c: FmhaConfig):
                                                bf16),
                   "HALF_LAST": gluon_half_last(c.head_dim, c.block_m, c.block_n, c.causal, c.varlen, e4m3_kperm),
                   # HALF_FIRST (a sliding window's first tile over its upper half): a sweep switch, slower.
-                  "HALF_FIRST": False}
+                  "HALF_FIRST": False,
+                  # LAZY_RESCALE (BF16: a row's frame kept until its maximum grows by 2^16, the accumulator's rescale
+                  # skipped per warp): a sweep switch (bench/sweep_gluon.py), not measured yet.
+                  "LAZY_RESCALE": False}
     return params, types, constexprs, c.warps, c.stages
 
 
