@@ -193,7 +193,7 @@ def _rescale_by_warp(acc, rescale):
     flag = gl.inline_asm_elementwise(
         "{ .reg .pred one; setp.eq.f32 one, $2, 0f3F800000; setp.eq.and.f32 one, $3, 0f3F800000, one; "
         "vote.sync.all.pred one, one, 0xffffffff; selp.u32 $0, 1, 0, one; mov.b32 $1, $0; }",
-        "=r,=r,r,r", [rescale], gl.int32, True, 2)
+        "=r,=r,r,r", [rescale], gl.int32, False, 2)  # not pure: a warp-wide vote, never to be moved or merged
     PACK: gl.constexpr = _skip_rescale_pack(acc.shape[1])
     factors, _ = gl.broadcast(rescale[:, None], acc)  # broadcasts: no data moves
     flags, _ = gl.broadcast(flag[:, None], acc)

@@ -104,7 +104,7 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
 @gluon.jit
 def _softmax_tile_lazy(qk, m_tile, l_i, m_i, f_i, qk_scale, PV_N: gl.constexpr, BLOCK_N: gl.constexpr):
     """LAZY_RESCALE (BF16 only): a row keeps its frame f_i until a tile's maximum exceeds it by more than
-    LAZY_GROWTH (P then stays below 2^(LAZY_GROWTH + P_EXPONENT_BIAS), far inside bf16's and float32's range), so
+    LAZY_GROWTH (P then stays at most 2^LAZY_GROWTH, far inside bf16's and float32's range), so
     after a row's first tiles its rescale factor is exactly 1 and the consumer's warps whose rows all kept their
     frame skip the accumulator's rescale (gluon_mma._rescale_by_warp). FP8 needs each tile's own frame (e4m3's
     2^-9 floor) and pays its rescale inside the two-level fold anyway. Returns _softmax_tile's five values; m_i
