@@ -268,7 +268,7 @@ class Combine(unittest.TestCase):
     largest maximum in a later block for some rows (the online merge's rescale), empty splits (no key: m = -1e30,
     l = 0, O = 0), padding rows; against the two-pass formula in float64."""
 
-    def run_combine(self, num_splits, seed, max_in_split=None):
+    def run_combine(self, num_splits, seed, max_in_split=None, poisoned=None):
         rng = np.random.default_rng(seed)
         batch, heads_kv, group, rows, d = 1, 2, 4, 8, 64  # 4 real rows of 8 per kv head (one token, GQA 4:1)
         n = batch * heads_kv * num_splits * rows
@@ -278,6 +278,8 @@ class Combine(unittest.TestCase):
         split_of = (np.arange(n) // rows) % num_splits
         empty = rng.random(n) < 0.1  # splits that saw no key
         m[empty], l[empty], part[empty] = -1.0e30, 0.0, 0.0
+        if poisoned is not None:  # a split whose table or length was invalid: the decode wrote l = NaN
+            l[split_of == poisoned] = np.nan
         if max_in_split is not None:  # every row's largest maximum in this split, well above the others
             m[split_of == max_in_split] = 30.0 + rng.random(int((split_of == max_in_split).sum()))
             l[split_of == max_in_split] = 1.0
@@ -287,6 +289,9 @@ class Combine(unittest.TestCase):
                heads_q=heads_kv * group, heads_kv=heads_kv, num_splits=num_splits, row_chunks=1,
                stride_ob=o.shape[1] * o.shape[2] * d, stride_os=o.shape[2] * d, stride_oh=d, HEAD_DIM=d, ROWS=rows)
         got = from_bf16_bits(o).astype(np.float64)
+        if poisoned is not None:  # every real row NaN: the poisoned split's rows, whatever block it is in
+            self.assertTrue(np.isnan(got).all(), f"split {poisoned} of {num_splits} poisoned: not every row NaN")
+            return
         want = np.zeros_like(got)
         for hk in range(heads_kv):
             for r in range(group):  # rows past q_len * group are padding: nothing to store
@@ -304,6 +309,10 @@ class Combine(unittest.TestCase):
         self.run_combine(150, seed=1)
         self.run_combine(150, seed=2, max_in_split=140)  # in the third block: both earlier blocks rescaled
         self.run_combine(150, seed=3, max_in_split=0)
+
+    def test_a_poisoned_split_makes_its_rows_nan(self):
+        for poisoned, max_in_split in ((5, None), (140, None), (3, 140), (140, 3)):
+            self.run_combine(150, seed=4, max_in_split=max_in_split, poisoned=poisoned)
 
 
 class Append(unittest.TestCase):
