@@ -59,6 +59,21 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fp8attn_out}
 STEPS=${STEPS:-build profile test bench}
 mkdir -p "$OUT"
+# The device tool returns at most 8 files from $OUT: at exit (also an early one), everything this call wrote goes
+# into one archive, $OUT/device_check.tgz, and only it and the summary stay ($OUT/summary.txt: this script's own
+# output). BUNDLE=0 leaves the files as they are.
+if [[ ${BUNDLE:-1} == 1 ]]; then
+  exec > >(tee "$OUT/summary.txt") 2>&1
+  bundle() {
+    local rc=$?
+    sleep 1  # let tee flush
+    tar czf /tmp/device_check.tgz -C "$OUT" --exclude summary.txt . 2>/dev/null &&
+      find "$OUT" -mindepth 1 -maxdepth 1 ! -name summary.txt -exec rm -rf {} + &&
+      mv /tmp/device_check.tgz "$OUT/device_check.tgz"
+    exit $rc
+  }
+  trap bundle EXIT
+fi
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 status=0
 step() { [[ " $STEPS " == *" $1 "* ]]; }
