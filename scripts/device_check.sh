@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the H200 has to show, in one device call: build (with the Python module), every test (CPU and
-# GPU), the profiler over the standard suite, and the benchmark against cuDNN. Logs and CSVs go to $OUT.
+# GPU), the profiler over the standard suite, and the benchmark against cuDNN. Logs and CSVs go to $OUT, bundled at
+# exit into $OUT/device_check.tgz (the device tool returns at most 8 files).
 #   STEPS="build test profile bench" bash scripts/device_check.sh
 # Steps not in the default set (each needs a build, i.e. the build step in the same call or a kept build/):
 #   sanitize   scripts/sanitize.sh: compute-sanitizer memcheck, racecheck, initcheck, synccheck (~6 min)
