@@ -274,29 +274,44 @@ def time_cuda(fn, args):
     return time_cuda_interleaved([fn], args)[0]
 
 
-def time_cuda_interleaved(fns, args):
+def time_cuda_interleaved(fns, args, settle_ms=0.0):
     """Median ms per call of each function, their timed samples alternating (A B A B ..., after a warm-up of
-    each), so that drift of the machine during the run (clocks, the host's load) lands on all of them alike."""
+    each), so that drift of the machine during the run (clocks, the host's load) lands on all of them alike.
+
+    settle_ms > 0: before each timed sample the function runs untimed for about that long, and each function's
+    sample lasts about target_ms of its own calls. For functions of very different power draw: on the
+    power-limited H200 the clock follows the draw with a lag of tens of ms (docs/perf/NOTES.md, 2026-12-04, eighth
+    session: the 4k window runs slowest and full causal fastest in the first ~25 ms after the other), so samples
+    taken right after the switch time each function partly at the other's clock."""
     import torch
     for fn in fns:
         for _ in range(args.warmup):
             fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fns[0]()
-    end.record()
-    end.synchronize()
-    iters = max(1, min(200, int(args.target_ms / max(start.elapsed_time(end), 1e-3))))
+
+    def ms_of(fn):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return max(start.elapsed_time(end), 1e-3)
+
+    first = ms_of(fns[0])
+    per_call = [ms_of(fn) for fn in fns] if settle_ms > 0 else [first] * len(fns)
+    iters = [max(1, min(200, int(args.target_ms / ms))) for ms in per_call]
+    settle = [int(settle_ms / ms) for ms in per_call]
     samples = [[] for _ in fns]
     for _ in range(args.repeats):
-        for fn, out in zip(fns, samples):
+        for fn, out, n, warm in zip(fns, samples, iters, settle):
+            for _ in range(warm):
+                fn()
             start.record()
-            for _ in range(iters):
+            for _ in range(n):
                 fn()
             end.record()
             end.synchronize()
-            out.append(start.elapsed_time(end) / iters)
+            out.append(start.elapsed_time(end) / n)
     return [statistics.median(s) for s in samples]
 
 
