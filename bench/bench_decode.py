@@ -208,9 +208,9 @@ def run_window(args):
         rec = {"case": f"window4k_s32k_{dtype}", "full_causal_ms": full, "window_ms": local, "speedup": full / local}
         print(f"{dtype}: full causal {full:.3f} ms, 4k window {local:.3f} ms: {full / local:.2f}x (target >= 3.8x)",
               flush=True)
-        # The same pair with each timed sample preceded by 100 ms of its own calls, so that each kernel is timed
-        # at the clock its own power draw settles to (bench_vs_cudnn.time_cuda_interleaved's settle_ms): both
-        # ratios are reported.
+        # The same pair with each timed sample preceded by WINDOW_SETTLE_MS of its own calls, so that each kernel
+        # is timed at the clock its own power draw settles to (bench_vs_cudnn.time_cuda_interleaved's settle_ms):
+        # both ratios are reported.
         full_s, local_s = bvc.time_cuda_interleaved(full_and_window(v), args, settle_ms=WINDOW_SETTLE_MS)
         rec.update(full_causal_settled_ms=full_s, window_settled_ms=local_s, speedup_settled=full_s / local_s)
         print(f"{dtype}, settled {WINDOW_SETTLE_MS:.0f} ms before each sample: full causal {full_s:.3f} ms, 4k window "

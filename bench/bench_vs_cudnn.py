@@ -297,8 +297,8 @@ def time_cuda_interleaved(fns, args, settle_ms=0.0):
         end.synchronize()
         return max(start.elapsed_time(end), 1e-3)
 
-    first = ms_of(fns[0])
-    per_call = [ms_of(fn) for fn in fns] if settle_ms > 0 else [first] * len(fns)
+    # One untimed call each sets each function's sample length (settle_ms > 0), else the first one's sets all.
+    per_call = [ms_of(fn) for fn in fns] if settle_ms > 0 else [ms_of(fns[0])] * len(fns)
     iters = [max(1, min(200, int(args.target_ms / ms))) for ms in per_call]
     settle = [int(settle_ms / ms) for ms in per_call]
     samples = [[] for _ in fns]

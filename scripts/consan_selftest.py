@@ -17,6 +17,7 @@ context; CHILDREN):
     python3 scripts/consan_selftest.py          exit 0 when every child behaves as stated
 """
 
+import importlib
 import os
 import subprocess
 import sys
@@ -58,8 +59,9 @@ def mutate(sources, where, text, replacement):
     sources[file] = src[:at] + replacement + src[at + len(text):]
 
 
-def kernel_sources(kind):
-    """The package's files as the child `kind` compiles them, and the INTACT runs it makes."""
+def kernel_sources(kind, names):
+    """The package's files as the child `kind` compiles them, and the runs it makes (intact: the INTACT ones
+    named)."""
     sources = {f: open(os.path.join(PACKAGE, f)).read() for f in os.listdir(PACKAGE) if f.endswith(".py")}
     if kind == "mutated":
         mutate(sources, CONSUMER, V_WAIT, "pass  # mutated: no wait for V's TMA load")
@@ -71,10 +73,11 @@ def kernel_sources(kind):
             # transposing producer runs with: there the check fires as an illegal instruction, no message (H200,
             # 2026-12-03, "mutated-transpose-24"). The self-test gives the producer 56 (the consumers 224) so that
             # the report shows what was caught.
-            assert sources[KERNEL].count(PRODUCER_REGS) == 1, "the partitions' register split moved: update PRODUCER_REGS"
+            assert sources[KERNEL].count(PRODUCER_REGS) == 1, \
+                "the partitions' register split moved: update PRODUCER_REGS"
             sources[KERNEL] = sources[KERNEL].replace(PRODUCER_REGS, "[224, 56])")
         return sources, [r for r in INTACT if r[0] == "vnat_causal"]
-    return sources, INTACT
+    return sources, [r for r in INTACT if r[0] in names]
 
 
 def import_package(sources, folder):
@@ -91,7 +94,6 @@ def import_package(sources, folder):
     sys.path.insert(0, folder)
     for name in [m for m in sys.modules if m == "fmha_fwd" or m.startswith("fmha_fwd.")]:
         del sys.modules[name]
-    import importlib
     for file, src in sources.items():
         if file == "__init__.py":
             continue
@@ -116,8 +118,7 @@ def child(kind, names):
 
     # ConSan keeps its shadow state in global scratch, which the JIT allocates through this hook.
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
-    sources, runs = kernel_sources(kind)
-    runs = [r for r in runs if r[0] in names or kind != "intact"]
+    sources, runs = kernel_sources(kind, names)
     outputs, worst = {}, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         path = import_package(sources, tmp)

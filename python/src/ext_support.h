@@ -66,8 +66,8 @@ fp8attn::fmha::TensorRef tensor_ref(TensorView const& t);
 /// heads_q] per query head (when heads_q != heads_kv); for q and k (blocks > 0) [batch, heads, blocks] per
 /// block of kDescaleBlockTokens tokens (fp8attn.quantize(granularity="block")). Size-1 dimensions broadcast.
 /// heads_q: 0 for k and v.
-fp8attn::fmha::DescaleRef descale_ref(char const* name, TensorView const& t, int64_t batch, int64_t heads_kv, int64_t heads_q,
-                       int64_t blocks, int device);
+fp8attn::fmha::DescaleRef descale_ref(char const* name, TensorView const& t, int64_t batch, int64_t heads_kv,
+                                      int64_t heads_q, int64_t blocks, int device);
 
 int to_int(char const* what, int64_t value);
 
