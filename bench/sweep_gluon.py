@@ -53,7 +53,8 @@ from bench_decode import WINDOW_LEFT, WINDOW_SHAPE, causal_pairs  # noqa: E402  
 from common.numerics import DESCALE_BLOCK_TOKENS as DESCALE_BLOCK  # noqa: E402  (the descales' token blocks)
 from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
 from manifest import gluon_stages as stages_of  # noqa: E402  (and its ring depth, unless a variant sets one)
-from operations.fmha_fwd import gluon_pv_pipelined, gluon_q_in_regs, gluon_tile_info_handoff  # noqa: E402
+from operations.fmha_fwd import (gluon_half_last, gluon_pv_pipelined, gluon_q_in_regs,  # noqa: E402
+                                 gluon_tile_info_handoff)
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
@@ -197,10 +198,14 @@ class Problem:
         if "TILE_INFO_HANDOFF" in kernel.arg_names:
             library["TILE_INFO_HANDOFF"] = int(gluon_tile_info_handoff(p["head_dim"], block_m, block_n, self.causal))
         constexprs = {**library, **constexprs}
-        if "Q_IN_REGS" in kernel.arg_names and "Q_IN_REGS" not in constexprs:  # the library's policy
-            e4m3_kperm = (not self.bf16 and not self.int8 and bool(constexprs.get("KEY_PERMUTED"))
-                          and not constexprs.get("TRANSPOSE_V"))
+        # The library's policies (codegen/operations/fmha_fwd.py) for the switches a variant does not set.
+        e4m3_kperm = (not self.bf16 and not self.int8 and bool(constexprs.get("KEY_PERMUTED"))
+                      and not constexprs.get("TRANSPOSE_V"))
+        if "Q_IN_REGS" in kernel.arg_names and "Q_IN_REGS" not in constexprs:
             constexprs["Q_IN_REGS"] = int(gluon_q_in_regs(p["head_dim"], block_m, block_n, self.causal, False,
+                                                          e4m3_kperm, self.bf16))
+        if "HALF_LAST" in kernel.arg_names and "HALF_LAST" not in constexprs:
+            constexprs["HALF_LAST"] = int(gluon_half_last(p["head_dim"], block_m, block_n, self.causal, False,
                                                           e4m3_kperm))
         if self.bf16:  # V read as given
             descs[2] = natural

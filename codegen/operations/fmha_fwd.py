@@ -252,22 +252,45 @@ def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
     return block_m == 2 * GLUON_WG_M
 
 
-def gluon_q_in_regs(head_dim, block_m, block_n, causal, varlen, e4m3_kperm):
+def gluon_q_in_regs(head_dim, block_m, block_n, causal, varlen, e4m3_kperm, bf16=False):
     """Whether the Gluon kernel's consumers load their 64 rows of Q into registers once per query block, as the A
-    operand of every S product (HEAD_DIM / 8 registers a thread in e4m3), and hand the Q buffer back at the block's
-    start (Q_IN_REGS): S reads only K from shared memory and the producer loads the next block's Q under the whole
-    block instead of after its last S. e4m3_kperm: e4m3 Q and K with fp8attn's key-permuted V^T (not INT8, BF16,
-    vnat). bench/sweep_gluon.py uses the same. (BF16 measured on the H200, 2026-12-04, ninth session: D=64 +3.5-7.5%,
-    D=128 causal +0.6-3%, full -1-2%; on in branch wip/half-last-on until the GPU tests run with it. At D=256 it
-    spills 280 bytes.)
+    operand of every S product (HEAD_DIM / 8 registers a thread in e4m3, HEAD_DIM / 4 in bf16), and hand the Q buffer
+    back at the block's start (Q_IN_REGS): S reads only K from shared memory and the producer loads the next block's
+    Q under the whole block instead of after its last S. e4m3_kperm: e4m3 Q and K with fp8attn's key-permuted V^T
+    (not INT8, BF16, vnat); bf16: the BF16 instances (V as given). bench/sweep_gluon.py uses the same.
     H200, 2026-12-04 (bench/sweep_gluon.py, two calls, on / off adjacent, the order reversed in the second;
     D=128, 256-key tiles, V^T given, ms): full attention S=512 0.3965 / 0.4044, 0.3970 / 0.4056 (+2%), 1k
     +0.5-0.9%, 2k 1.1702 / 1.1867, 1.1680 / 1.1822 (+1.2-1.4%), 4k +1.3%, 8k 4.3974 / 4.5483, 4.3833 / 4.4757
     (+2-3%), 16k 8.7674 / 9.0141, 8.7227 / 8.9023 (+2-3%): on for the dense e4m3 full-attention 256-key instance.
-    Off elsewhere: causal 256-key even to -1% (S=8k, 16k; S=32k +1%), D=64 7-10% slower, the vnat instance
-    (TRANSPOSE_V) 1-6% slower; ptxas spills 108-204 bytes with it on the 128-key D=128 and the D=256 tiles (0 off)."""
-    return (e4m3_kperm and not causal and not varlen and head_dim == 128 and block_n == 256
-            and block_m == 2 * GLUON_WG_M)
+    Off elsewhere in e4m3: causal 256-key even to -1% (S=8k, 16k; S=32k +1%), D=64 7-10% slower, the vnat instance
+    (TRANSPOSE_V) 1-6% slower; ptxas spills 108-204 bytes with it on the 128-key D=128 and the D=256 tiles (0 off).
+    BF16 (H200, 2026-12-04, bench/sweep_gluon.py --bf16, on / off, two runs each, ms): D=64 full S=2048 2.4095,
+    2.4050 / 2.5680, 2.5715 (+6.5%), 8192 9.2000, 9.2677 / 9.9211, 9.9915 (+7.5%); D=64 causal 2048 +3.5%, 8192
+    +4%; D=128 causal 1024 +3%, 4096 +2%, 16384 +0.6%; D=128 full 1-2% slower (4096 3.5664, 3.5729 / 3.5087,
+    3.5036): on for the dense BF16 instances at D=64 and for causal ones at D=128 (no spill; D=256 spills 280
+    bytes)."""
+    two_consumers = block_m == 2 * GLUON_WG_M
+    if bf16:
+        return two_consumers and not varlen and block_n == 128 and (head_dim == 64 or (head_dim == 128 and causal))
+    return e4m3_kperm and not causal and not varlen and head_dim == 128 and block_n == 256 and two_consumers
+
+
+def gluon_half_last(head_dim, block_m, block_n, causal, varlen, e4m3_kperm):
+    """Whether a consumer warpgroup computes its block's last key tile over the tile's lower half only when no row
+    of its 64 sees the upper half (HALF_LAST: with 256-key tiles the causal diagonal tile of every block that starts
+    on a multiple of 256, and half the blocks of a sliding window). The other 128 keys cost no S, no exponentials
+    and no P.V. e4m3_kperm as for gluon_q_in_regs. bench/sweep_gluon.py uses the same.
+    H200, 2026-12-04 (bench/sweep_gluon.py, two calls, on / off, D=128 causal 256-key, ms): S=2048 0.7108,
+    0.7426, 0.7998, 0.7351 / 0.8103, 0.8045, 0.8208, 0.8070 (and against the 128-key tile the bucket ran, 0.7567,
+    0.7492, 0.7632, 0.7814: +2%); S=4096 1.2730, 1.2709, 1.2808, 1.2800 / 1.3427, 1.3484, 1.3592, 1.3608 (+6%,
+    also 5.5% faster than the 128-key tile); S=8192 2.4045, 2.4140 / 2.4816, 2.6569 (+3%); S=16384 4.5817, 4.6074
+    / 4.6365, 4.9672; S=32768 +0.5%; D=64 S=8192 3.6315, 3.6412, 3.6373, 3.6237 / 3.7305, 3.7206, 3.7334, 3.7249
+    (+2.6%); the 4k sliding window at S=32768 2.3550, 2.3606 / 2.3435 (-0.5%). On for the dense e4m3 causal
+    instances with 256-key tiles. Not on the 128-key tiles (the first warpgroup's half diagonal tile, with
+    HALF_FIRST: D=128 S=4096 1.3379, 1.4283 / 1.3479, 1.3477; D=64 S=2048 even); HALF_FIRST (a sliding window's
+    first tile over its upper half) stays off: the window 2.4226, 2.4083 with both against 2.3684, 2.3614."""
+    return e4m3_kperm and causal and not varlen and head_dim in (64, 128) and block_n == 256 and \
+        block_m == 2 * GLUON_WG_M
 
 
 # Shared memory a CTA may use on sm_90 (227 KB).
@@ -338,6 +361,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                          "warp), 2 or 3 stages, "
                          "FP8 V^T (optionally vkperm; vnat: dense e4m3 at head_dim 64/128), no ws/evenn/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
+    e4m3_kperm = c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale  # dense e4m3, V^T given
     # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
     row_swizzle = min(128, c.head_dim * (2 if bf16 else 1))  # bytes per row of head_dim elements
     types = {
@@ -367,11 +391,14 @@ def _gluon_compile_spec(c: FmhaConfig):
                   "Q_BUFFERS": 1,
                   "TILE_INFO_HANDOFF": gluon_tile_info_handoff(c.head_dim, c.block_m, c.block_n, c.causal,
                                                                         c.varlen),
-                  "Q_IN_REGS": gluon_q_in_regs(c.head_dim, c.block_m, c.block_n, c.causal, c.varlen,
-                                               c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale),
-                  # HALF_LAST (a block's last tile over its live half only): measured on the H200 (docs/perf/NOTES.md,
-                  # ninth session: causal 256-key +0.5-6%); on in branch wip/half-last-on until the GPU tests run.
-                  "HALF_LAST": False, "HALF_FIRST": False}
+                  "Q_IN_REGS": gluon_q_in_regs(c.head_dim, c.block_m, c.block_n, c.causal, c.varlen, e4m3_kperm,
+                                               bf16),
+                  "HALF_LAST": gluon_half_last(c.head_dim, c.block_m, c.block_n, c.causal, c.varlen, e4m3_kperm),
+                  # HALF_FIRST (a sliding window's first tile over its upper half): a sweep switch, slower.
+                  "HALF_FIRST": False,
+                  # LAZY_RESCALE (BF16: a row's frame kept until its maximum grows by 2^16, the accumulator's rescale
+                  # skipped per warp): a sweep switch (bench/sweep_gluon.py), not measured yet.
+                  "LAZY_RESCALE": False}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -91,6 +91,7 @@ APPLY_PARAMS = [
     # seqlen_pad (V^T's row, padded_seqlen: a multiple of 32) divisible by 16: the transposed store of the V^T
     # layouts is then 16 bytes a thread along the tokens instead of one byte (64 single-byte stores a thread).
     Param("seqlen_pad", "i32", True), Param("vt", "i32"),
+    Param("num_items", "i32"),  # batch * heads * num_blocks (read by the PERSISTENT variant)
 ] + _X_STRIDES + [Param("stride_ob", "i64", True), Param("stride_oh", "i64", True), Param("stride_os", "i64", True)]
 
 ROTATION_PARAMS = [Param("Rotation", "ptr", True), Param("width", "i32"), Param("seed", "i32")]
@@ -118,6 +119,26 @@ def kernel_of(c: QuantizeConfig):
     return KERNELS[key]
 
 
+# Registers per SM on sm_90 (the persistent apply's register cap is derived from it).
+SM90_REGISTERS = 65536
+
+
+def apply_programs_per_sm(c: QuantizeConfig):
+    """The apply's PERSISTENT grid, programs per SM (0: one program per 64-token block, the default). Not measured
+    yet (bench/sweep_quantize.py's PERSISTENT=n): 0 for every instance."""
+    return 0
+
+
+def compile_options(c: QuantizeConfig):
+    """A persistent apply's register cap: as many registers as let apply_programs_per_sm(c) programs share an SM
+    (ptxas at D=128: 192 registers without it, two programs; 166 under 168, three, no spill)."""
+    per_sm = apply_programs_per_sm(c) if c.stage == "apply" else 0
+    if not per_sm:
+        return {}
+    cap = SM90_REGISTERS // (per_sm * 32 * c.warps) // 8 * 8
+    return {"maxnreg": min(cap, 255)}
+
+
 def compile_spec(c: QuantizeConfig):
     _, _, params, _ = kernel_of(c)
     if c.stage == "reduce":
@@ -129,14 +150,15 @@ def compile_spec(c: QuantizeConfig):
     elif c.stage == "stats":
         types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype],
                  "PartialSum": "*fp32", "PartialAmax": "*fp32"}
-        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s}
+        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "HEADS_FASTEST": False}
     else:
         if c.key_permuted and c.block_s % 32:
             raise ValueError(f"{name_of(c)}: kperm needs whole 32-key blocks")
         types = {"X": _TRITON_TYPE[c.in_dtype], "Out": _TRITON_TYPE[c.out_dtype], "Descale": "*fp32",
                  "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
-                      "KEY_PERMUTED": c.key_permuted}
+                      "KEY_PERMUTED": c.key_permuted, "HEADS_FASTEST": False,
+                      "PERSISTENT": apply_programs_per_sm(c) > 0}
     return params, types, constexprs, c.warps, 1
 
 
@@ -166,4 +188,4 @@ def cpp_config(c: QuantizeConfig):
     return ("quant::detail::QuantizeKernelConfig",
             f"{{quant::detail::QuantizeStage::{_CPP_STAGE[c.stage]}, {_CPP_TYPE[c.in_dtype]}, "
             f"{_CPP_TYPE[c.out_dtype]}, {c.block_s}, {c.head_dim}, {c.warps}, {'true' if c.key_permuted else 'false'}, "
-            f"{REDUCE_WIDTH}}}")
+            f"{REDUCE_WIDTH}, {apply_programs_per_sm(c) if c.stage == 'apply' else 0}}}")

@@ -20,6 +20,11 @@ P_EXPONENT_BIAS = 8.0
 # maximum, so every rescale factor stays within FP32's range.
 REF_FLOOR = 64.0
 
+# LAZY_RESCALE (BF16 Gluon, a sweep switch): a row's frame moves only when a tile's maximum exceeds it by more than
+# LAZY_GROWTH (log2 units) above the frame, so P stays at most 2^LAZY_GROWTH: far inside bf16's and float32's range
+# (a row sum of 2^17 keys at most 2^33), while most tiles keep the frame and skip the accumulator's rescale.
+LAZY_GROWTH = 16.0
+
 # Finite "minus infinity" for the running maximum: fully masked rows never compute (-inf) - (-inf).
 NEG_BIG = -1.0e30
 

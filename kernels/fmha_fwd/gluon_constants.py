@@ -12,6 +12,7 @@ INT_TO_FLOAT_BITS = gl.constexpr(numerics.INT_TO_FLOAT_BITS)
 INT_TO_FLOAT_OFFSET = gl.constexpr(numerics.INT_TO_FLOAT_OFFSET)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
 REF_FLOOR = gl.constexpr(numerics.REF_FLOOR)
+LAZY_GROWTH = gl.constexpr(numerics.LAZY_GROWTH)
 DESCALE_BLOCK = gl.constexpr(numerics.DESCALE_BLOCK_TOKENS)
 FLT_MIN = gl.constexpr(1.1754943508222875e-38)  # float32's smallest normal
 

@@ -13,7 +13,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from fmha_fwd.gluon_constants import DESCALE_BLOCK, LN2, LOG2E, NEG_BIG, WG_M
-from fmha_fwd.gluon_mma import _pv_fold, _pv_issue, _s_issue, _s_wait
+from fmha_fwd.gluon_mma import _pv_fold, _pv_issue, _rescale_by_warp, _s_issue, _s_wait
 from fmha_fwd.gluon_schedule import _causal_section, _get_tile_info, _q_box, _q_slot, _tile, _tile_ahead
 from fmha_fwd.gluon_softmax import _softmax_any, _softmax_tile, _sum_width, _tile_row_sum
 
@@ -91,7 +91,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
               TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False, HALF_LAST: gl.constexpr = False,
-              HALF_FIRST: gl.constexpr = False):
+              HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -124,6 +124,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
     gl.static_assert(not PARTS or ((NUM_PARTS == 4 or NUM_PARTS == 8) and not SUM_ON_TC),
                      "D=256: FP8, four or eight parts, no SUM_ON_TC")
     gl.static_assert(not V_NATURAL or not (KEY_PERMUTED or SUM_ON_TC or QK_INT8), "BF16: plain V, no switches")
+    gl.static_assert(not LAZY_RESCALE or V_NATURAL, "LAZY_RESCALE: BF16 (one-level accumulation) only")
     MMA_K: gl.constexpr = 16 if V_NATURAL else 32  # wgmma's K per instruction: 16-bit or 8-bit operands
     # SPLIT_S: INT8 with 256-key tiles computes S as two [64, 128] products (Triton 3.6 does not lower the
     # m64n256k32 integer wgmma) and P.V as two chained K=128 ones; one softmax step per 256 keys all the same.
@@ -253,10 +254,12 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                           sk, kd_base, k_descale_stride_blk, CAUSAL,
                                                           PV_N, BLOCK_N,
                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
-                                                          V_NATURAL, SPLIT_S)
+                                                          V_NATURAL, SPLIT_S, LAZY_RESCALE)
+                if LAZY_RESCALE:
+                    acc = _rescale_by_warp(acc, rescale)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
                 acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout,
-                                    SPLIT_S)
+                                    SPLIT_S, LAZY_RESCALE)
                 if PARTS:  # FP8 D=256: part 3 folded before the next S (fewer spills; _pv_parts)
                     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
@@ -294,10 +297,12 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                       qk_scale, lo_off, hi_off, sk, kd_base,
                                                       k_descale_stride_blk, CAUSAL,
                                                       PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                                                      BLOCK_DESCALE, V_NATURAL, SPLIT_S)
+                                                      BLOCK_DESCALE, V_NATURAL, SPLIT_S, LAZY_RESCALE)
+            if LAZY_RESCALE:
+                acc = _rescale_by_warp(acc, rescale)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
             acc, pv = _pv_issue(p8, v_bufs, last % NUM_STAGES, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL,
-                                o_layout, SPLIT_S)
+                                o_layout, SPLIT_S, LAZY_RESCALE)
             if SUM_ON_TC:
                 ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, SUM_N], gl.float32, sum_layout),
                                    use_acc=False, is_async=True)

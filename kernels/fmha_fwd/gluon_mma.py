@@ -79,12 +79,13 @@ def _pv_parts_pipelined(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD
 
 @gluon.jit
 def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, PV_N: gl.constexpr,
-              V_NATURAL: gl.constexpr, layout: gl.constexpr, SPLIT_S: gl.constexpr = False):
+              V_NATURAL: gl.constexpr, layout: gl.constexpr, SPLIT_S: gl.constexpr = False,
+              LAZY_RESCALE: gl.constexpr = False):
     """Issues one KV tile's P.V; returns (acc, the product in flight), for _pv_fold once it is done.
     FP8: into a fresh accumulator (two-level accumulation; D=256: parts 0-2 already folded, see _pv_parts).
     BF16: into acc * rescale itself (one level: 16-bit products accumulate in float32 exactly enough; the two
     levels are for FP8's limited accumulator), no fresh product beside O, 64 registers fewer; at D=256 too, in one
-    [64, 256] product (wgmma's widest N)."""
+    [64, 256] product (wgmma's widest N). LAZY_RESCALE (BF16): acc has been rescaled already (_rescale_by_warp)."""
     if SPLIT_S:  # P as two 128-key operands (_softmax_tile_int8_split), chained into one product
         vt = v_bufs.index(s).reshape([HEAD_DIM, BLOCK_N])
         HALF: gl.constexpr = BLOCK_N // 2
@@ -95,6 +96,8 @@ def _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N: gl.constexpr, HEAD_DIM: gl.c
         acc, pv = _pv_parts_pipelined(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, layout)
     elif HEAD_DIM > 128 and not V_NATURAL:
         acc, pv = _pv_parts(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, layout)
+    elif V_NATURAL and LAZY_RESCALE:
+        pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), acc, use_acc=True, is_async=True)
     elif V_NATURAL:
         pv = warpgroup_mma(p8, _v_tile(v_bufs, s, BLOCK_N, HEAD_DIM, V_NATURAL), acc * rescale[:, None],
                            use_acc=True, is_async=True)
@@ -155,3 +158,45 @@ def _s_wait(qk, SPLIT_S: gl.constexpr):
     else:
         qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
     return qk
+
+
+@gluon.constexpr_function
+def _skip_rescale_asm(PACK):
+    """PTX for _rescale_by_warp: PACK accumulator values ($0..: outputs tied to their inputs), their rows' factors
+    and the warp's flag; the multiplies behind a branch on the flag, which is the same in every lane of the warp
+    (a uniform branch: a skipped block costs its compare and branch, not PACK multiplies). Labels inside { } are
+    local to the block, so the PACK-wide copies of this text in one function do not clash."""
+    body = " ".join(f"mul.f32 ${i}, ${i}, ${2 * PACK + i};" for i in range(PACK))
+    return (f"{{ .reg .pred skip; setp.ne.b32 skip, ${3 * PACK}, 0; @skip bra SKIP_RESCALE; {body} SKIP_RESCALE: }}")
+
+
+@gluon.constexpr_function
+def _skip_rescale_pack(HEAD_DIM):
+    """Accumulator values per branch of _rescale_by_warp: all of a thread's (HEAD_DIM / 2 of a [64, HEAD_DIM]
+    fragment) up to 64, the most an asm block was tried with (D=256: two branches of 64 multiplies)."""
+    return min(64, HEAD_DIM // 2)
+
+
+@gluon.constexpr_function
+def _skip_rescale_constraints(PACK):
+    return ",".join(["=r"] * PACK + [str(i) for i in range(PACK)] + ["r"] * (2 * PACK))
+
+
+@gluon.jit
+def _rescale_by_warp(acc, rescale):
+    """LAZY_RESCALE (BF16): acc * rescale[:, None], skipped by every warp of the warpgroup whose rows all keep their
+    frame (factor exactly 1, what _softmax_tile_lazy gives after a row's first tiles). The decision is per warp, a
+    vote over its 16 rows (vote.sync.all), so no shared memory and no barrier: the warpgroup-wide minimum an
+    earlier version took cost two barriers a tile and measured 1-4% slower (docs/perf/NOTES.md, 2026-12-04)."""
+    # The warp's flag, in every lane: 1 when every factor its lanes hold (rows r and r + 8 of the accumulator
+    # fragment, the two values a thread holds of the row vector) is exactly 1.
+    flag = gl.inline_asm_elementwise(
+        "{ .reg .pred one; setp.eq.f32 one, $2, 0f3F800000; setp.eq.and.f32 one, $3, 0f3F800000, one; "
+        "vote.sync.all.pred one, one, 0xffffffff; selp.u32 $0, 1, 0, one; mov.b32 $1, $0; }",
+        "=r,=r,r,r", [rescale], gl.int32, False, 2)  # not pure: a warp-wide vote, never to be moved or merged
+    PACK: gl.constexpr = _skip_rescale_pack(acc.shape[1])
+    factors, _ = gl.broadcast(rescale[:, None], acc)  # broadcasts: no data moves
+    flags, _ = gl.broadcast(flag[:, None], acc)
+    return gl.inline_asm_elementwise(_skip_rescale_asm(PACK), _skip_rescale_constraints(PACK),
+                                     [acc, factors, flags], gl.float32, True, PACK)
+

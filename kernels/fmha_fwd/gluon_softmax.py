@@ -13,6 +13,7 @@ from fmha_fwd.gluon_constants import (
     FLT_MIN,
     INT_TO_FLOAT_BITS,
     INT_TO_FLOAT_OFFSET,
+    LAZY_GROWTH,
     P_EXPONENT_BIAS,
     REF_FLOOR,
     WG_M,
@@ -61,7 +62,7 @@ def _tile_row_sum(ls, row_layout: gl.constexpr):
 def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
                   kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                   KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
-                  BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr):
+                  BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, LAZY_RESCALE: gl.constexpr = False):
     """Online softmax of one KV tile's scores (see fmha_fwd_triton._attn_tile): returns P in e4m3, in the
     A-operand layout of the P.V wgmma, the new row sum, maximum and frame, and the factor that moves the
     accumulator from the old frame to the new one. PV_N: the N extent of the P.V products (HEAD_DIM, or a
@@ -89,6 +90,8 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
         qk = gl.where(keep_mask(cols, offs_m, lo_off, hi_off, seqlen_k), qk, float("-inf"))
 
     m_tile = gl.max(qk, 1) * qk_scale  # -inf for a row with no visible key in this tile
+    if LAZY_RESCALE:
+        return _softmax_tile_lazy(qk, m_tile, l_i, m_i, f_i, qk_scale, PV_N, BLOCK_N)
     m_new = gl.maximum(m_i, m_tile)
     ref = gl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
     # P_tile = exp2(S - ref) * 2^8, rounded to e4m3 in registers.
@@ -96,6 +99,25 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     p = gl.exp2(qk * qk_scale - frame[:, None])
     p8, l_i, rescale = _p_operand(p, l_i, f_i, frame, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, V_NATURAL)
     return p8, l_i, m_new, frame, rescale
+
+
+@gluon.jit
+def _softmax_tile_lazy(qk, m_tile, l_i, m_i, f_i, qk_scale, PV_N: gl.constexpr, BLOCK_N: gl.constexpr):
+    """LAZY_RESCALE (BF16 only): a row keeps its frame f_i until a tile's maximum exceeds it by more than
+    LAZY_GROWTH (P then stays at most 2^LAZY_GROWTH, far inside bf16's and float32's range), so
+    after a row's first tiles its rescale factor is exactly 1 and the consumer's warps whose rows all kept their
+    frame skip the accumulator's rescale (gluon_mma._rescale_by_warp). FP8 needs each tile's own frame (e4m3's
+    2^-9 floor) and pays its rescale inside the two-level fold anyway. Returns _softmax_tile's five values; m_i
+    passes through unused (the frame alone tracks the row)."""
+    grow = m_tile > f_i + LAZY_GROWTH  # false for -inf (no visible key): the frame stays
+    frame = gl.where(grow, m_tile - P_EXPONENT_BIAS, f_i)
+    p = gl.exp2(qk * qk_scale - frame[:, None])
+    rescale = gl.where(grow, gl.exp2(f_i - frame), 1.0)
+    l_i = l_i * rescale + gl.sum(p, 1)
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, PV_N, 16])
+    p8 = _p8(p, PV_N, BLOCK_N, False, True)
+    return p8, l_i, m_i, frame, gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))
 
 
 @gluon.jit
@@ -240,7 +262,8 @@ def _softmax_tile_int8_split(qa, qb, l_i, m_i, f_i, start_n, masked, offs_m, qk_
 def _softmax_any(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
                  kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                  KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
-                 BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, SPLIT_S: gl.constexpr):
+                 BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, SPLIT_S: gl.constexpr,
+                 LAZY_RESCALE: gl.constexpr = False):
     """_softmax_tile, or _softmax_tile_int8_split for S in two halves (SPLIT_S)."""
     if SPLIT_S:
         masked = (start_n < lo_masked_end) | (start_n >= full_end)
@@ -249,5 +272,5 @@ def _softmax_any(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk
     else:
         r = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off,
                           seqlen_k, kd_base, k_descale_stride_blk, CAUSAL, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC,
-                          QK_INT8, BLOCK_DESCALE, V_NATURAL)
+                          QK_INT8, BLOCK_DESCALE, V_NATURAL, LAZY_RESCALE)
     return r

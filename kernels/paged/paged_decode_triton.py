@@ -310,9 +310,12 @@ def paged_combine_kernel(
     HEAD_DIM: tl.constexpr, ROWS: tl.constexpr, AFTER_DECODE: tl.constexpr = False,
 ):
     """Program (b, kv head, row chunk, row): O = sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M the largest m_s.
-    The splits are read _SPLIT_BLOCK at a time (one load of their partials, not one per split): a loop over the
-    splits with a load in each iteration waited for each load in turn (batch 1 at 128k, 33 splits: 19 us of a
-    92 us call on the H200, docs/perf/NOTES.md)."""
+    The splits are read _SPLIT_BLOCK at a time (one load of their partials, not one per split: a loop with a load
+    per split waited for each load in turn, batch 1 at 128k, 33 splits: 19 us of a 92 us call on the H200,
+    docs/perf/NOTES.md), and each block's (m, l) and partial outputs are loaded together and merged online
+    (running maximum, the sums rescaled when it grows): one round trip to memory per block, where a first pass for
+    M and a second for the sums took two. Up to _SPLIT_BLOCK splits (batch 1 at 128k: 33) the result is the
+    two-pass formula's, bit for bit (the running maximum is M from the first block on)."""
     pid = tl.program_id(0)  # ((b * heads_kv + kv head) * row_chunks + chunk) * ROWS + row
     r = pid % ROWS
     bh = pid // ROWS
@@ -332,19 +335,21 @@ def paged_combine_kernel(
     offs_s = tl.arange(0, _SPLIT_BLOCK)
     offs_d = tl.arange(0, HEAD_DIM)
     m = _NEG_BIG
-    for s0 in tl.range(0, num_splits, _SPLIT_BLOCK):
-        prow = (bh.to(tl.int64) * num_splits + s0 + offs_s) * ROWS + r
-        m = tl.maximum(m, tl.max(tl.load(PartialML + prow * 2, mask=(s0 + offs_s < num_splits) & real,
-                                         other=_NEG_BIG), 0))
     acc = tl.zeros([HEAD_DIM], tl.float32)
     l = 0.0
     for s0 in tl.range(0, num_splits, _SPLIT_BLOCK):
         live = (s0 + offs_s < num_splits) & real
         prow = (bh.to(tl.int64) * num_splits + s0 + offs_s) * ROWS + r
-        w = tl.where(live, tl.math.exp2(tl.load(PartialML + prow * 2, mask=live, other=_NEG_BIG) - m), 0.0)
-        l += tl.sum(tl.load(PartialML + prow * 2 + 1, mask=live, other=0.0) * w, 0)
+        m_s = tl.load(PartialML + prow * 2, mask=live, other=_NEG_BIG)
+        l_s = tl.load(PartialML + prow * 2 + 1, mask=live, other=0.0)
         part = tl.load(PartialO + prow[:, None] * HEAD_DIM + offs_d[None, :], mask=live[:, None], other=0.0)
-        acc += tl.sum(part * w[:, None], 0)
+        m_new = tl.maximum(m, tl.max(m_s, 0))
+        # The sums so far move to the new maximum (a factor of 1 while it stays; 0 for the start's _NEG_BIG).
+        alpha = tl.math.exp2(m - m_new)
+        w = tl.where(live, tl.math.exp2(m_s - m_new), 0.0)
+        l = l * alpha + tl.sum(l_s * w, 0)
+        acc = acc * alpha + tl.sum(part * w[:, None], 0)
+        m = m_new
     tok = row // group
     head = hk * group + row % group
     out = acc / tl.where(l == 0.0, 1.0, l)

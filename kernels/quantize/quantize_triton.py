@@ -132,11 +132,9 @@ def _rotate_vector(v, seed, width, WIDTH: tl.constexpr, ROWS: tl.constexpr = 16)
 
 
 @triton.jit
-def _load_transformed(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, Mean, Rotation, heads, seed, rotate,
-                      smooth,
-                      KEY_PERMUTED: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
-                      INV_SQRT_D: tl.constexpr):
-    """y for the tokens of one block (rows past seqlen are 0, also after smoothing) and the row mask. With
+def _load_block(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, KEY_PERMUTED: tl.constexpr,
+                HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
+    """x of one block's tokens as stored (rows past seqlen 0), the row mask and the block's positions. With
     KEY_PERMUTED, row r of the block holds token s0 + perm(r) (V^T in the Gluon kernel's key order)."""
     offs = s0 + tl.arange(0, BLOCK_S)
     tokens = offs
@@ -147,22 +145,65 @@ def _load_transformed(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, Mean
     rows = tokens < seqlen
     base = X + b.to(tl.int64) * stride_xb + h.to(tl.int64) * stride_xh
     x = tl.load(base + tokens.to(tl.int64)[:, None] * stride_xs + offs_d[None, :], mask=rows[:, None], other=0.0)
+    return x, rows, offs
+
+
+@triton.jit
+def _transform(x, rows, b, h, Mean, Rotation, heads, seed, rotate, smooth, HEAD_DIM: tl.constexpr,
+               BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr):
+    """y of a loaded block: rotated (rotate), its head's mean subtracted (smooth; rows past seqlen stay 0)."""
     if rotate != 0:
         y = _rotate(x, seed, Rotation, HEAD_DIM, BLOCK_S) * INV_SQRT_D
     else:
         y = x.to(tl.float32)
     if smooth != 0:
+        offs_d = tl.arange(0, HEAD_DIM)
         mean = tl.load(Mean + (b * heads + h).to(tl.int64) * HEAD_DIM + offs_d)
         y = tl.where(rows[:, None], y - mean[None, :], 0.0)
+    return y
+
+
+@triton.jit
+def _load_transformed(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, Mean, Rotation, heads, seed, rotate,
+                      smooth,
+                      KEY_PERMUTED: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+                      INV_SQRT_D: tl.constexpr):
+    """y for the tokens of one block (rows past seqlen are 0, also after smoothing), the row mask and the block's
+    positions (_load_block, _transform)."""
+    x, rows, offs = _load_block(X, b, h, s0, seqlen, stride_xb, stride_xh, stride_xs, KEY_PERMUTED, HEAD_DIM,
+                                BLOCK_S)
+    y = _transform(x, rows, b, h, Mean, Rotation, heads, seed, rotate, smooth, HEAD_DIM, BLOCK_S, INV_SQRT_D)
     return y, rows, offs
 
 
 @triton.jit
-def _program(num_blocks, heads):
-    """(program id, token block, batch * heads + head, batch, head): blocks fastest, one-dimensional grid."""
-    pid = tl.program_id(0)
-    bh = pid // num_blocks
-    return pid, pid % num_blocks, bh, bh // heads, bh % heads
+def _program(num_blocks, heads, HEADS_FASTEST: tl.constexpr):
+    """(slot, token block, batch * heads + head, batch, head) of this program of the one-dimensional grid. slot =
+    (batch * heads + head) * num_blocks + block: where the block's partials and descale go, whatever the order.
+    HEADS_FASTEST = False: consecutive programs take consecutive token blocks of one head; True: the heads of one
+    token block (programs running side by side then read whole rows [b, s0:s0 + BLOCK_S, :, :], contiguous in the
+    usual [b, s, h, d] layout, instead of one head's 2 * HEAD_DIM bytes of each row, heads * 2 * HEAD_DIM apart)."""
+    return _item(tl.program_id(0), num_blocks, heads, HEADS_FASTEST)
+
+
+@triton.jit
+def _item(pid, num_blocks, heads, HEADS_FASTEST: tl.constexpr):
+    """_program's split of one work item's index (a program's, or a persistent program's pid, pid + programs,
+    ...)."""
+    if HEADS_FASTEST:
+        h = pid % heads
+        rest = pid // heads
+        blk = rest % num_blocks
+        b = rest // num_blocks
+        bh = b * heads + h
+        slot = bh * num_blocks + blk
+    else:
+        slot = pid
+        bh = pid // num_blocks
+        blk = pid % num_blocks
+        b = bh // heads
+        h = bh % heads
+    return slot, blk, bh, b, h
 
 
 @triton.jit
@@ -196,20 +237,21 @@ def quantize_stats_kernel(
     X, Mean, Rotation, PartialSum, PartialAmax,
     seqlen, heads, num_blocks, seed, rotate, smooth, what,
     stride_xb, stride_xh, stride_xs,
-    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, HEADS_FASTEST: tl.constexpr = False,
 ):
     """what == 0: PartialSum[b, h, blk, :] = column sums of x (not rotated: the rotation is linear, so the
     reduce stage rotates the mean instead of this pass rotating every token).
-    what == 1: PartialAmax[b, h, blk] = the block's finite amax of y (rotated, smoothed when smooth)."""
-    pid, blk, bh, b, h = _program(num_blocks, heads)
+    what == 1: PartialAmax[b, h, blk] = the block's finite amax of y (rotated, smoothed when smooth).
+    HEADS_FASTEST: the programs' order (_program)."""
+    slot, blk, bh, b, h = _program(num_blocks, heads, HEADS_FASTEST)
     y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean,
                                       Rotation, heads, seed, (what != 0) & (rotate != 0), (what != 0) & (smooth != 0), False,
                                       HEAD_DIM, BLOCK_S, inv_sqrt(HEAD_DIM))
     if what == 0:
         offs_d = tl.arange(0, HEAD_DIM)
-        tl.store(PartialSum + pid.to(tl.int64) * HEAD_DIM + offs_d, tl.sum(y, axis=0))
+        tl.store(PartialSum + slot.to(tl.int64) * HEAD_DIM + offs_d, tl.sum(y, axis=0))
     else:
-        tl.store(PartialAmax + pid, _finite_amax(y))
+        tl.store(PartialAmax + slot, _finite_amax(y))
 
 
 @triton.jit
@@ -244,20 +286,10 @@ def quantize_reduce_kernel(
 
 
 @triton.jit
-def quantize_apply_kernel(
-    X, Out, Descale, Mean, Rotation,
-    seqlen, heads, num_blocks, seed, rotate, smooth, per_block, group, seqlen_pad, vt,
-    stride_xb, stride_xh, stride_xs, stride_ob, stride_oh, stride_os,
-    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, OUT_INT8: tl.constexpr, KEY_PERMUTED: tl.constexpr,
-):
-    """per_block != 0: this block's descale (finite amax / QMAX, 1 if 0) is computed and written to
-    Descale[b, h, blk]; else Descale[(b * heads + h) // group] is read (per tensor: group = batch * heads).
-    vt == 0: Out[b, s, h, :] with the given strides; vt != 0: Out is V^T [b, h, HEAD_DIM, seqlen_pad], packed,
-    positions in [seqlen, seqlen_pad) written with zeros (KEY_PERMUTED: the Gluon kernel's key order)."""
-    pid, blk, bh, b, h = _program(num_blocks, heads)
-    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean,
-                                      Rotation, heads, seed, rotate, smooth, KEY_PERMUTED, HEAD_DIM, BLOCK_S,
-                                      inv_sqrt(HEAD_DIM))
+def _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt, stride_ob,
+                    stride_oh, stride_os, HEAD_DIM: tl.constexpr, OUT_INT8: tl.constexpr):
+    """The apply's second half for one block of y: its descale (per_block: computed and written to
+    Descale[slot]; else read), the quantized values, their store."""
     if OUT_INT8:
         qmax = _INT8_MAX
     else:
@@ -265,7 +297,7 @@ def quantize_apply_kernel(
     if per_block != 0:
         amax = _finite_amax(y)
         descale = tl.where(amax > 0.0, amax / qmax, 1.0)
-        tl.store(Descale + pid, descale)
+        tl.store(Descale + slot, descale)
     else:
         descale = tl.load(Descale + bh // group)
     # One reciprocal a block (correctly rounded) and a multiply an element (y / descale was div.full.f32: a
@@ -295,3 +327,49 @@ def quantize_apply_kernel(
     else:
         dst = Out + b.to(tl.int64) * stride_ob + h.to(tl.int64) * stride_oh
         tl.store(dst + offs.to(tl.int64)[:, None] * stride_os + offs_d[None, :], q, mask=offs[:, None] < seqlen)
+
+
+@triton.jit
+def quantize_apply_kernel(
+    X, Out, Descale, Mean, Rotation,
+    seqlen, heads, num_blocks, seed, rotate, smooth, per_block, group, seqlen_pad, vt, num_items,
+    stride_xb, stride_xh, stride_xs, stride_ob, stride_oh, stride_os,
+    HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, OUT_INT8: tl.constexpr, KEY_PERMUTED: tl.constexpr,
+    HEADS_FASTEST: tl.constexpr = False, PERSISTENT: tl.constexpr = False,
+):
+    """per_block != 0: this block's descale (finite amax / QMAX, 1 if 0) is computed and written to
+    Descale[b, h, blk]; else Descale[(b * heads + h) // group] is read (per tensor: group = batch * heads).
+    vt == 0: Out[b, s, h, :] with the given strides; vt != 0: Out is V^T [b, h, HEAD_DIM, seqlen_pad], packed,
+    positions in [seqlen, seqlen_pad) written with zeros (KEY_PERMUTED: the Gluon kernel's key order).
+    HEADS_FASTEST: the programs' order (_program). num_items: batch * heads * num_blocks, the blocks to quantize.
+    PERSISTENT: fewer programs than blocks, each taking blocks pid, pid + programs, ... and loading the next
+    block's input into registers before it rotates and stores the current one (a one-block program waits for its
+    whole load before its MMA and for the MMA before its stores; with its next load in flight a program keeps
+    HBM busy through those phases)."""
+    if PERSISTENT:
+        step = tl.num_programs(0)
+        it = tl.program_id(0)
+        slot, blk, bh, b, h = _item(tl.minimum(it, num_items - 1), num_blocks, heads, HEADS_FASTEST)
+        x, rows, offs = _load_block(X, b, h, blk * BLOCK_S, tl.where(it < num_items, seqlen, 0), stride_xb, stride_xh,
+                                    stride_xs, KEY_PERMUTED, HEAD_DIM, BLOCK_S)
+        while it < num_items:
+            nxt = it + step
+            # The next block's load, issued before this block's work; past the last block, every row masked off
+            # (seqlen 0): no bytes move.
+            slot_n, blk_n, bh_n, b_n, h_n = _item(tl.minimum(nxt, num_items - 1), num_blocks, heads, HEADS_FASTEST)
+            x_n, rows_n, offs_n = _load_block(X, b_n, h_n, blk_n * BLOCK_S, tl.where(nxt < num_items, seqlen, 0),
+                                              stride_xb, stride_xh, stride_xs, KEY_PERMUTED, HEAD_DIM, BLOCK_S)
+            y = _transform(x, rows, b, h, Mean, Rotation, heads, seed, rotate, smooth, HEAD_DIM, BLOCK_S,
+                           inv_sqrt(HEAD_DIM))
+            _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt,
+                            stride_ob, stride_oh, stride_os, HEAD_DIM, OUT_INT8)
+            it = nxt
+            slot, blk, bh, b, h = slot_n, blk_n, bh_n, b_n, h_n
+            x, rows, offs = x_n, rows_n, offs_n
+    else:
+        slot, blk, bh, b, h = _program(num_blocks, heads, HEADS_FASTEST)
+        y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean,
+                                          Rotation, heads, seed, rotate, smooth, KEY_PERMUTED, HEAD_DIM, BLOCK_S,
+                                          inv_sqrt(HEAD_DIM))
+        _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt, stride_ob,
+                        stride_oh, stride_os, HEAD_DIM, OUT_INT8)

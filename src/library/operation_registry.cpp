@@ -102,7 +102,8 @@ std::string quantize_summary(quant::detail::QuantizeKernelConfig const& c) {
     return "quantize stage: per-block column sums / amax of " + std::string(to_string(c.in_type)) + ", " + tile;
   }
   return "quantize " + std::string(to_string(c.in_type)) + " -> " + to_string(c.out_type) + ", " + tile +
-         (c.key_permuted ? ", V^T in the vkperm key order" : "");
+         (c.key_permuted ? ", V^T in the vkperm key order" : "") +
+         (c.programs_per_sm > 0 ? ", persistent (" + std::to_string(c.programs_per_sm) + " CTAs per SM)" : "");
 }
 
 /// A quantize instance. Only apply instances run on their own; the stats, reduce and rotation stages are listed (they

@@ -7,6 +7,7 @@
 
 #include "fp8attn/quant/device/quantize.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -419,7 +420,20 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f, false); !s) return s;
   }
   float const* const descale = a.static_descale ? a.static_descale : a.descale;
-  if (Status s = add(*instances.apply, bh * blocks, "quantize apply",
+  // A PERSISTENT apply (codegen's apply_programs_per_sm) walks the blocks from a grid of so many programs an SM.
+  int64_t apply_programs = bh * blocks;
+  if (int const per_sm = config(*instances.apply).programs_per_sm; per_sm > 0) {
+    int sms = 0;
+    if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
+    apply_programs = std::min<int64_t>(apply_programs, int64_t{per_sm} * sms);
+    // The kernel's int32 item index steps by the grid past the last item once.
+    if (bh * blocks > INT32_MAX - apply_programs) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "batch * heads * blocks of " + num(kQuantizeBlockTokens) + " tokens (" + num(bh * blocks) +
+                        ") plus the persistent grid (" + num(apply_programs) + " programs) exceeds 2^31-1");
+    }
+  }
+  if (Status s = add(*instances.apply, apply_programs, "quantize apply",
                      [&](runtime::ParamPack& p) {
                        generated::QuantizeApplyTritonParams ap;
                        ap.X = a.input.ptr;
@@ -440,6 +454,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
                        static_assert(fmha::kVtSeqAlign % 16 == 0, "quantize apply assumes 16 | seqlen_pad");
                        ap.seqlen_pad = static_cast<int32_t>(fmha::padded_seqlen(a.seqlen));
                        ap.vt = vt_layout(a);
+                       ap.num_items = static_cast<int32_t>(bh * blocks);
                        ap.stride_xb = a.input.stride_b;
                        ap.stride_xh = a.input.stride_h;
                        ap.stride_xs = a.input.stride_s;

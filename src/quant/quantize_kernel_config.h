@@ -16,6 +16,7 @@ struct QuantizeKernelConfig {
   int warps;
   bool key_permuted;  ///< apply writes V^T in the vkperm key order
   int reduce_width;   ///< the reduce stage's widest row (its WIDTH constexpr)
+  int programs_per_sm;  ///< apply: a PERSISTENT instance's grid, this many programs an SM (0: one per block)
 };
 
 }  // namespace fp8attn::quant::detail

@@ -263,6 +263,58 @@ class Decode(unittest.TestCase):
         self.assertGreater(err, 5e-3, "another sequence's page must show")
 
 
+class Combine(unittest.TestCase):
+    """The split-KV combine alone, on partials made here: more splits than it loads at once (pk._SPLIT_BLOCK), the
+    largest maximum in a later block for some rows (the online merge's rescale), empty splits (no key: m = -1e30,
+    l = 0, O = 0), padding rows; against the two-pass formula in float64."""
+
+    def run_combine(self, num_splits, seed, max_in_split=None, poisoned=None):
+        rng = np.random.default_rng(seed)
+        batch, heads_kv, group, rows, d = 1, 2, 4, 8, 64  # 4 real rows of 8 per kv head (one token, GQA 4:1)
+        n = batch * heads_kv * num_splits * rows
+        m = rng.standard_normal(n).astype(np.float32) * 4
+        l = (rng.random(n) * 50 + 1).astype(np.float32)
+        part = rng.standard_normal((n, d)).astype(np.float32) * l[:, None]
+        split_of = (np.arange(n) // rows) % num_splits
+        empty = rng.random(n) < 0.1  # splits that saw no key
+        m[empty], l[empty], part[empty] = -1.0e30, 0.0, 0.0
+        if poisoned is not None:  # a split whose table or length was invalid: the decode wrote l = NaN
+            l[split_of == poisoned] = np.nan
+        if max_in_split is not None:  # every row's largest maximum in this split, well above the others
+            m[split_of == max_in_split] = 30.0 + rng.random(int((split_of == max_in_split).sum()))
+            l[split_of == max_in_split] = 1.0
+        o = np.full((batch, 1, heads_kv * group, d), 0x7FC0, np.uint16)
+        launch(pk.paged_combine_kernel, batch * heads_kv * rows, PartialO=HostTensor(part, "float32"),
+               PartialML=HostTensor(np.stack([m, l], 1), "float32"), O=HostTensor(o, "bfloat16"), q_len=1,
+               heads_q=heads_kv * group, heads_kv=heads_kv, num_splits=num_splits, row_chunks=1,
+               stride_ob=o.shape[1] * o.shape[2] * d, stride_os=o.shape[2] * d, stride_oh=d, HEAD_DIM=d, ROWS=rows)
+        got = from_bf16_bits(o).astype(np.float64)
+        if poisoned is not None:  # every real row NaN: the poisoned split's rows, whatever block it is in
+            self.assertTrue(np.isnan(got).all(), f"split {poisoned} of {num_splits} poisoned: not every row NaN")
+            return
+        want = np.zeros_like(got)
+        for hk in range(heads_kv):
+            for r in range(group):  # rows past q_len * group are padding: nothing to store
+                idx = (hk * num_splits + np.arange(num_splits)) * rows + r
+                w = np.exp2(m[idx].astype(np.float64) - m[idx].max())
+                want[0, 0, hk * group + r] = (w[:, None] * part[idx]).sum(0) / (w * l[idx]).sum()
+        err = np.abs(got - want).max() / np.abs(want).max()
+        self.assertLess(err, 1e-2, f"{num_splits} splits: max error {err:.2e} of the largest output")
+
+    def test_one_block(self):
+        self.run_combine(33, seed=0)
+
+    def test_more_splits_than_one_load_and_a_later_maximum(self):
+        self.assertGreater(150, 2 * pk._SPLIT_BLOCK)
+        self.run_combine(150, seed=1)
+        self.run_combine(150, seed=2, max_in_split=140)  # in the third block: both earlier blocks rescaled
+        self.run_combine(150, seed=3, max_in_split=0)
+
+    def test_a_poisoned_split_makes_its_rows_nan(self):
+        for poisoned, max_in_split in ((5, None), (140, None), (3, 140), (140, 3)):
+            self.run_combine(150, seed=4, max_in_split=max_in_split, poisoned=poisoned)
+
+
 class Append(unittest.TestCase):
     def test_bytes_and_untouched_slots(self):
         rng = np.random.default_rng(5)

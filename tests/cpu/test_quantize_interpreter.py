@@ -88,8 +88,10 @@ class Quantizer:
     """The launches of src/quant/quantize.cpp for one tensor, on host buffers."""
 
     def __init__(self, x, *, out_dtype="e4m3", granularity="tensor", heads_kv=None, smooth=False, rotate=False,
-                 seed=0, layout="bshd", static_descale=None):
+                 seed=0, layout="bshd", static_descale=None, heads_fastest=False, programs=None):
         self.x, self.out_dtype, self.granularity = x, out_dtype, granularity
+        self.heads_fastest = heads_fastest  # the programs' order (quantize_triton._program)
+        self.programs = programs  # the apply's PERSISTENT variant with this many programs
         self.smooth, self.rotate, self.seed, self.layout = smooth, rotate, seed, layout
         self.static = static_descale
         b, s, h, d = x.size()
@@ -105,7 +107,7 @@ class Quantizer:
         xs = x.stride()
         common = dict(seqlen=s, heads=h, num_blocks=nb, seed=self.seed, rotate=int(self.rotate),
                       smooth=int(self.smooth), stride_xb=xs[0], stride_xh=xs[2], stride_xs=xs[1], HEAD_DIM=d,
-                      BLOCK_S=BLOCK)
+                      BLOCK_S=BLOCK, HEADS_FASTEST=self.heads_fastest)
         f32 = lambda n, fill=np.nan: HostTensor(np.full(n, fill, np.float32), "float32")  # noqa: E731
         mean = f32(bh * d, 0.0)
         sums, amax = f32(bh * nb * d), f32(bh * nb)  # poisoned: every entry read must have been written
@@ -135,11 +137,12 @@ class Quantizer:
             out = HostTensor(np.full((b, h, d, self.seqlen_pad), 0x7F, storage), name)
             so = dict(stride_ob=0, stride_oh=0, stride_os=0)
         launch(
-            qk.quantize_apply_kernel, bh * nb,
+            qk.quantize_apply_kernel, self.programs or bh * nb,
             X=x, Out=out, Descale=descale, Mean=mean, per_block=int(self.granularity == "block"), group=group,
-            seqlen_pad=self.seqlen_pad, vt=int(self.layout != "bshd"), OUT_INT8=self.out_dtype == "i8",
-            KEY_PERMUTED=self.layout == "vt_kperm", **common, **so)
-        self.mean = mean.array.reshape(b, h, d)
+            seqlen_pad=self.seqlen_pad, vt=int(self.layout != "bshd"), num_items=bh * nb,
+            OUT_INT8=self.out_dtype == "i8", KEY_PERMUTED=self.layout == "vt_kperm",
+            PERSISTENT=self.programs is not None, **common, **so)
+        self.mean, self.partial_sums, self.partial_amax = mean.array.reshape(b, h, d), sums.array, amax.array
         values = out.array.astype(np.float64) if self.out_dtype == "i8" else decode_e4m3(out.array)
         return values, descale.array
 
@@ -263,6 +266,35 @@ class Layouts(unittest.TestCase):
             self.assertTrue(np.array_equal(out, padded[:, order].transpose(0, 2, 3, 1)), layout)
             if layout == "vt_kperm":  # the checker can fail: the plain order is not the permuted one
                 self.assertFalse(np.array_equal(out, padded.transpose(0, 2, 3, 1)))
+
+
+class ProgramOrder(unittest.TestCase):
+    """HEADS_FASTEST (the heads of one token block on consecutive programs) and PERSISTENT (fewer apply programs
+    than blocks, each prefetching its next block) must write every output, partial and descale where the default
+    (one block a program, the blocks of one head on consecutive programs) does: the stages after it read them by
+    (batch, head, block). Several batches, heads and blocks, a ragged last block."""
+
+    def test_heads_fastest_and_persistent_write_what_the_default_order_writes(self):
+        values = np.random.default_rng(6).standard_normal((2, 150, 3, 64)).astype(np.float32)
+        values[1, 70:90, 2] *= 40.0  # one block of one head with larger values: its descale stands out
+        x, _ = bf16_input(values)
+        recipes = [dict(out_dtype="i8", granularity="block", rotate=True, smooth=True, seed=1),
+                   dict(out_dtype="e4m3", granularity="tensor", smooth=True),
+                   dict(out_dtype="e4m3", granularity="head", heads_kv=1),
+                   dict(out_dtype="e4m3", granularity="block", layout="vt_kperm")]
+        for recipe in recipes:
+            runs = []
+            # 18 blocks over 1, 5, 7 or 25 persistent programs (each last prefetch past the end masked off; with 25,
+            # seven programs have no block at all).
+            for order, programs in ((False, None), (True, None), (False, 5), (True, 7), (False, 1), (True, 25)):
+                q = Quantizer(x, heads_fastest=order, programs=programs, **recipe)
+                out, descale = q.run()
+                runs.append((out, descale, q.mean, q.partial_sums, q.partial_amax))
+            for run in runs[1:]:
+                for name, a, b in zip(("values", "descales", "mean", "partial sums", "partial amax"), runs[0], run):
+                    self.assertTrue(np.array_equal(a, b, equal_nan=True), f"{recipe}: {name} differ")
+            if recipe["granularity"] == "block":  # the checker can fail: per-block descales differ by slot
+                self.assertGreater(len(np.unique(runs[0][1])), 1)
 
 
 class EdgeCases(unittest.TestCase):

@@ -1,0 +1,233 @@
+"""Variant sweep of the quantize kernels through the JIT (device only, no build): versions of
+kernels/quantize/quantize_triton.py and constexpr settings side by side on the recipes the accuracy modes run, each
+variant's output, descales and mean checked byte for byte against the first variant's before its time counts.
+
+    python3 bench/sweep_quantize.py --variant lib=kernels/quantize/quantize_triton.py \
+        --variant hf=kernels/quantize/quantize_triton.py:HEADS_FASTEST=1 [--csv out.csv]
+
+A variant is name=path[:CONST=int,...]; the constants go to the stats and apply kernels (each takes those it
+declares), except PERSISTENT=n (the apply's persistent variant with n programs per SM), WARPS=w (the stats and apply
+launches' warps, 4 by default, 8 at head_dim 256) and MAXNREG=r (the apply's register cap, ptxas's .maxnreg: 168
+lets three 128-thread programs share an SM's registers). The launches mirror src/quant/quantize.cpp: 64-token blocks, 4 warps (8 at head_dim 256), the rotation
+table once, stats and reduce where the recipe needs them. Timed interleaved (bench_vs_cudnn.time_cuda_interleaved):
+the apply launch alone, and the whole quantization (stats, reduce and apply; the rotation table is built once per
+call by the library too and is included). GB/s counts the apply's bf16 read and its 1-byte write.
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+
+import torch
+import triton
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
+
+import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda_interleaved)
+from bench_quantize_instances import RECIPES, SHAPES  # noqa: E402  (the recipes and shapes of the modes)
+from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK_S  # noqa: E402
+from common.numerics import E4M3_MAX, INT8_QMAX, ROTATION_TABLE_MAX_HEAD_DIM  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
+from operations.quantize import APPLY_PARAMS, REDUCE_PARAMS, STATS_PARAMS  # noqa: E402  (as the build compiles them)
+
+POINTERS = {p.name for p in APPLY_PARAMS + STATS_PARAMS + REDUCE_PARAMS if p.kind == "ptr"}
+
+VT_ALIGN = 32  # include/fp8attn/fmha/device/transpose_v.h's kVtSeqAlign
+DEVICE = "cuda"
+
+
+def as_compiled(kernel, params):
+    """The kernel re-jitted so that the JIT specializes its arguments as the ahead-of-time build does: no i32 argument
+    becomes a constant when it is 1 (the JIT's default would compile the rotate / smooth / per_block branches out)
+    and only the pointers and integers codegen declares divisible by 16 are assumed aligned."""
+    loose = [p.name for p in params if p.name in kernel.arg_names and not p.divisible_by_16]
+    return triton.jit(kernel.fn, do_not_specialize=[p for p in loose if p not in POINTERS],
+                      do_not_specialize_on_alignment=[p for p in loose if p in POINTERS])
+
+
+def load_variant(spec):
+    name, rest = spec.split("=", 1)
+    path, _, consts = rest.partition(":")
+    module_spec = importlib.util.spec_from_file_location(f"quantize_variant_{name}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    for kernel_name, params in (("quantize_apply_kernel", APPLY_PARAMS), ("quantize_stats_kernel", STATS_PARAMS),
+                                ("quantize_reduce_kernel", REDUCE_PARAMS)):
+        setattr(module, kernel_name, as_compiled(getattr(module, kernel_name), params))
+    return name, module, {k: int(v) for k, v in (kv.split("=") for kv in consts.split(",") if kv)}
+
+
+SMS = None  # the device's SM count, once
+
+
+def programs_per_sm_grid(items, per_sm):
+    global SMS
+    if SMS is None:
+        SMS = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 4
+    return min(items, per_sm * SMS)
+
+
+def accepted(kernel, consts):
+    """The constants this kernel declares (a variant's switch may exist in one kernel only); PERSISTENT as a
+    switch (its value is the grid's programs per SM)."""
+    out = {k: v for k, v in consts.items() if k in kernel.arg_names and k not in ("WARPS", "MAXNREG")}
+    if "PERSISTENT" in out:
+        out["PERSISTENT"] = bool(out["PERSISTENT"])
+    return out
+
+
+class Quantization:
+    """One recipe on one input: the launches of src/quant/quantize.cpp for a variant's module."""
+
+    def __init__(self, x, recipe):
+        self.x, self.r = x, recipe
+        b, s, h, d = x.shape
+        self.vt = recipe.get("layout") == "vt_kperm"
+        self.seqlen_pad = triton.cdiv(s, VT_ALIGN) * VT_ALIGN
+        self.blocks = triton.cdiv(self.seqlen_pad if self.vt else s, BLOCK_S)
+        self.bh = b * h
+        self.warps = 8 if d == 256 else 4
+        self.int8 = recipe["dtype"] == "int8"
+        self.group = {"tensor": self.bh, "block": 1}[recipe["granularity"]]
+        dev = x.device
+        self.rotation = torch.empty(d * d if d <= ROTATION_TABLE_MAX_HEAD_DIM else 1, dtype=x.dtype, device=dev)
+        self.mean = torch.zeros(self.bh * d, dtype=torch.float32, device=dev)
+        self.sums = torch.empty(self.bh * self.blocks * d, dtype=torch.float32, device=dev)
+        self.amax = torch.empty(self.bh * self.blocks, dtype=torch.float32, device=dev)
+        n_descale = self.bh * self.blocks if recipe["granularity"] == "block" else self.bh // self.group
+        self.descale = torch.empty(n_descale, dtype=torch.float32, device=dev)
+        # Typed as the kernel's Out (the JIT takes the pointer's element type from the tensor).
+        out_type = torch.int8 if self.int8 else torch.float8_e4m3fn
+        shape = (b, h, d, self.seqlen_pad) if self.vt else (b, s, h, d)
+        self.out = torch.empty(shape, dtype=out_type, device=dev)
+        # The apply's bytes: bf16 in, one byte out.
+        self.bytes = x.numel() * x.element_size() + self.out.numel()
+
+    def _common(self):
+        b, s, h, d = self.x.shape
+        xs = self.x.stride()
+        return dict(seqlen=s, heads=h, num_blocks=self.blocks, seed=self.r.get("seed", 0),
+                    rotate=int(self.r.get("rotate", False)), smooth=int(self.r.get("smooth", False)),
+                    stride_xb=xs[0], stride_xh=xs[2], stride_xs=xs[1], HEAD_DIM=d, BLOCK_S=BLOCK_S)
+
+    def statistics(self, module, consts):
+        """The rotation table, then the mean (smoothing) and the per-tensor amax, as the recipe needs them."""
+        b, s, h, d = self.x.shape
+        c = self._common()
+        grid = (self.bh * self.blocks,)
+        rotate = self.r.get("rotate", False) and d <= ROTATION_TABLE_MAX_HEAD_DIM
+        if rotate:
+            module.quantize_rotation_kernel[(1,)](self.rotation, d, c["seed"], WIDTH=ROTATION_TABLE_MAX_HEAD_DIM,
+                                                  ROWS=16, num_warps=4)
+        qmax = INT8_QMAX if self.int8 else E4M3_MAX
+        stats = module.quantize_stats_kernel
+        extra = accepted(stats, consts)
+        if self.r.get("smooth"):
+            stats[grid](self.x, self.mean, self.rotation, self.sums, self.amax, what=0, **c, **extra,
+                        num_warps=consts.get("WARPS", self.warps))
+            module.quantize_reduce_kernel[(self.bh,)](self.sums, self.mean, self.blocks, d, float(s), qmax, c["seed"],
+                                                      c["rotate"], WIDTH=256, CHUNK=1024, num_warps=4)
+        if self.r["granularity"] != "block":
+            stats[grid](self.x, self.mean, self.rotation, self.sums, self.amax, what=1, **c, **extra,
+                        num_warps=consts.get("WARPS", self.warps))
+            module.quantize_reduce_kernel[(self.bh // self.group,)](self.amax, self.descale, self.group * self.blocks,
+                                                                    1, 0.0, qmax, 0, 0, WIDTH=256, CHUNK=1024,
+                                                                    num_warps=4)
+
+    def apply(self, module, consts):
+        apply = module.quantize_apply_kernel
+        if self.vt:
+            so = dict(stride_ob=0, stride_oh=0, stride_os=0)
+        else:
+            os_ = self.out.stride()
+            so = dict(stride_ob=os_[0], stride_oh=os_[2], stride_os=os_[1])
+        items = self.bh * self.blocks
+        extra = dict(num_items=items) if "num_items" in apply.arg_names else {}
+        per_sm = consts.get("PERSISTENT", 0)
+        grid = (programs_per_sm_grid(items, per_sm) if per_sm else items,)
+        apply[grid](self.x, self.out, self.descale, self.mean, self.rotation,
+                    per_block=int(self.r["granularity"] == "block"), group=self.group, seqlen_pad=self.seqlen_pad,
+                    vt=int(self.vt), **extra, **self._common(), **so, OUT_INT8=self.int8, KEY_PERMUTED=self.vt,
+                    **accepted(apply, consts), num_warps=consts.get("WARPS", self.warps),
+                    **({"maxnreg": consts["MAXNREG"]} if "MAXNREG" in consts else {}))
+
+    def run(self, module, consts):
+        self.statistics(module, consts)
+        self.apply(module, consts)
+
+    def poison(self, out_byte):
+        """Every buffer a stage writes set to what no stage writes (the output to out_byte, the float ones to NaN),
+        so that a variant that leaves one unwritten, or reads one before it is written, cannot match."""
+        self.out.view(torch.uint8).fill_(out_byte)
+        for t in (self.descale, self.mean, self.sums, self.amax):
+            t.fill_(float("nan"))
+
+    def results(self):
+        """Every buffer's bytes (NaN compares by its bits): output, descales, mean and the stats' partials."""
+        return [t.view(torch.uint8).clone() for t in (self.out, self.descale, self.mean, self.sums, self.amax)]
+
+
+def check_variants(q, variants):
+    """'same' or 'DIFFERS' per variant: every buffer's bytes against the first variant's, each run on freshly poisoned
+    buffers; the first variant also runs on output poisoned another way (0x00, then 0x7F), which must not show: an
+    output byte it leaves unwritten reads 'UNWRITTEN' for every variant."""
+    def run(module, consts, out_byte):
+        q.poison(out_byte)
+        q.run(module, consts)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return q.results()
+
+    _, module0, consts0 = variants[0]
+    reference = run(module0, consts0, 0x7F)
+    if not all(torch.equal(a, b) for a, b in zip(reference, run(module0, consts0, 0x00))):
+        return ["UNWRITTEN"] * len(variants)
+    return ["same" if all(torch.equal(a, b) for a, b in zip(reference, run(module, consts, 0x7F))) else "DIFFERS"
+            for _, module, consts in variants]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--variant", action="append", required=True)
+    ap.add_argument("--csv", default="")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--target-ms", type=float, default=20.0)
+    args = ap.parse_args()
+    variants = [load_variant(v) for v in args.variant]
+    rows = []
+    print(f"{'variant':>10} {'shape':>18} {'recipe':>8} {'apply_us':>9} {'GB/s':>7} {'total_us':>9}  check",
+          flush=True)
+    torch.manual_seed(0)
+    for b, s, h, d in SHAPES:
+        x = torch.randn(b, s, h, d, device=DEVICE, dtype=torch.bfloat16)
+        x[:, :, : h // 4] *= 8.0  # some heads with larger values: per-head, per-block descales differ
+        for rname, recipe in RECIPES.items():
+            q = Quantization(x, recipe)
+            checks = check_variants(q, variants)
+            apply_fns = [lambda m=m, c=c: q.apply(m, c) for _, m, c in variants]
+            total_fns = [lambda m=m, c=c: q.run(m, c) for _, m, c in variants]
+            apply_ms = bvc.time_cuda_interleaved(apply_fns, args)
+            total_ms = bvc.time_cuda_interleaved(total_fns, args)
+            for (name, _, _), a_ms, t_ms, check in zip(variants, apply_ms, total_ms, checks):
+                ok = check == "same"
+                shape = f"{b}x{s}x{h}x{d}"
+                gbs = q.bytes / (a_ms * 1e-3) / 1e9
+                print(f"{name:>10} {shape:>18} {rname:>8} {a_ms * 1e3 if ok else 0:>9.1f} {gbs if ok else 0:>7.0f} "
+                      f"{t_ms * 1e3 if ok else 0:>9.1f}  {check}", flush=True)
+                rows.append(dict(variant=name, batch=b, seqlen=s, heads=h, head_dim=d, recipe=rname,
+                                 apply_us=a_ms * 1e3 if ok else 0.0, apply_gbs=gbs if ok else 0.0,
+                                 total_us=t_ms * 1e3 if ok else 0.0, check=check))
+            del q
+        del x
+        torch.cuda.empty_cache()
+    if args.csv:
+        bvc.write_rows(args.csv, rows)
+
+
+if __name__ == "__main__":
+    main()
