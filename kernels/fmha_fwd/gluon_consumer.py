@@ -91,7 +91,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
               TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False, HALF_LAST: gl.constexpr = False,
-              HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False):
+              HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False, Q_REG_QUARTERS: gl.constexpr = 0):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -132,7 +132,12 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
     gl.static_assert(not SPLIT_S or (BLOCK_DESCALE and not SUM_ON_TC and not PARTS),
                      "INT8 256-key tiles: per-block descales, no SUM_ON_TC, D <= 128")
     S_N: gl.constexpr = BLOCK_N // 2 if SPLIT_S else BLOCK_N  # N of one S product
-    S_GROUPS: gl.constexpr = 2 if SPLIT_S else 1  # commit groups of one S issue
+    # Q_REG_QUARTERS (2 or 3; 0 off): that many quarters of Q's head dims in registers, the rest read from shared
+    # memory, S two or three chained products (_s_issue), one commit group each.
+    gl.static_assert(Q_REG_QUARTERS == 0 or ((Q_REG_QUARTERS == 2 or Q_REG_QUARTERS == 3) and HEAD_DIM >= 128 and
+                                             not Q_IN_REGS and not QK_INT8 and not SPLIT_S),
+                     "Q_REG_QUARTERS: 2 or 3 quarters of Q, head_dim 128 or 256, 16-bit or e4m3 Q")
+    S_GROUPS: gl.constexpr = Q_REG_QUARTERS if Q_REG_QUARTERS > 0 else (2 if SPLIT_S else 1)  # commit groups of an S
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, PV_N, MMA_K])
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -210,6 +215,22 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                          k_width=4 if MMA_K == 32 else 2)
             q_tile = q_tile.load(q_layout)
             mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
+        if Q_REG_QUARTERS > 0:
+            # Part of Q as the register A operand (HEAD_DIM / 16 registers a thread per quarter in BF16, / 32 in e4m3),
+            # the rest stays in shared memory (and the buffer with it until the block's last S). Each S MMA reads its
+            # A and B operands from shared memory, beside the TMA writes of the next K and V: at D=256 (m64n64k16
+            # BF16, m64n128k32 e4m3) and BF16 D=128 that is about what the SM's shared memory delivers a clock, and
+            # each quarter of A taken from registers cuts S's share by an eighth (docs/perf/NOTES.md, 2026-12-05).
+            qr_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout,
+                                                          k_width=4 if MMA_K == 32 else 2)
+            QUARTER: gl.constexpr = HEAD_DIM // 4
+            if Q_REG_QUARTERS == 2:
+                q_tile = (q_tile.slice(0, 2 * QUARTER, dim=1).load(qr_layout),
+                          q_tile.slice(2 * QUARTER, 2 * QUARTER, dim=1))
+            else:
+                q_tile = (q_tile.slice(0, 2 * QUARTER, dim=1).load(qr_layout),
+                          q_tile.slice(2 * QUARTER, QUARTER, dim=1).load(qr_layout),
+                          q_tile.slice(3 * QUARTER, QUARTER, dim=1))
         n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # n_start is a multiple of BLOCK_N
         # HALF_LAST: the last tile's upper half is past every row's keys (_half_tile); the tile before it closes the
         # loop as the last whole one.
@@ -237,7 +258,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                         KEY_PERMUTED, True, _q_slot(q_empty, count, Q_BUFFERS), False)
             s0 = (it + j0) % NUM_STAGES
             mbarrier.wait(k_ready.index(s0), ((it + j0) // NUM_STAGES) & 1)
-            qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
+            qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S, Q_REG_QUARTERS)
             if not TILE_INFO_HANDOFF:
                 # The next tile's place in the schedule (and varlen offsets, loaded) under this first S MMA,
                 # instead of on the path between this tile's O store and the next tile's first MMA.
@@ -268,7 +289,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                        use_acc=False, is_async=True)
                 if S_AHEAD:
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
+                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S, Q_REG_QUARTERS)
                     if SUM_ON_TC:
                         pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
                         l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
@@ -282,7 +303,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                     mbarrier.arrive(v_empty.index(s), count=1)
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
+                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S, Q_REG_QUARTERS)
             # The last whole KV tile: its softmax, then its P V alone. Q is not read again (but by a half tile):
             # hand it back.
             last = it + n_tiles - 1 - half
