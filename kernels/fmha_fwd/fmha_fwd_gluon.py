@@ -98,6 +98,11 @@ instance at D=128): each consumer loads its 64 rows of Q into registers once per
 product (HEAD_DIM / 8 registers a thread) and hands the Q buffer back at once, so S reads only K from shared memory
 and the producer loads the next block's Q under the whole block (one buffer, not Q_BUFFERS' two). Elsewhere the
 registers are short (spills at 128-key D=128 and at D=256) or the measured kernel was slower (D=64, causal, vnat).
+Q_REG_QUARTERS (2 or 3; a sweep switch, 0 in the library's instances, not measured): that many quarters of Q's
+head dims loaded into registers once per block as the register A operand, the rest read from shared memory, so S is
+two or three chained products (gluon_mma._qk) and reads less of shared memory per MMA: where Q in registers does
+not fit (D=256: 64 registers a thread in BF16) or cost more than it gave (BF16 D=128 full). The Q buffer is held to
+the block's last S as without the switch.
 
 BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation), and the two consumer warpgroups
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the

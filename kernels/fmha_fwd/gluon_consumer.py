@@ -13,7 +13,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from fmha_fwd.gluon_constants import DESCALE_BLOCK, LN2, LOG2E, NEG_BIG, WG_M
-from fmha_fwd.gluon_mma import _pv_fold, _pv_issue, _rescale_by_warp, _s_issue, _s_wait
+from fmha_fwd.gluon_mma import _pv_fold, _pv_issue, _qk, _rescale_by_warp, _s_issue, _s_wait
 from fmha_fwd.gluon_schedule import _causal_section, _get_tile_info, _q_box, _q_slot, _tile, _tile_ahead
 from fmha_fwd.gluon_softmax import _softmax_any, _softmax_tile, _sum_width, _tile_row_sum
 
@@ -22,7 +22,7 @@ from fmha_fwd.gluon_softmax import _softmax_any, _softmax_tile, _sum_width, _til
 def _half_tile(q_tile, k_bufs, v_bufs, s, phase, k_ready, k_empty, v_ready, v_empty, acc, l_i, m_i, f_i, start_n,
                lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base, k_descale_stride_blk,
                CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-               UPPER: gl.constexpr, q_release, RELEASE_Q: gl.constexpr):
+               UPPER: gl.constexpr, q_release, RELEASE_Q: gl.constexpr, Q_REG_QUARTERS: gl.constexpr = 0):
     """A key tile of which one half holds no key any row of the block sees: S and P.V over the other BLOCK_N / 2 keys
     only, masked, from ring stage s (loaded whole by the producer). Decided per consumer warpgroup, on its own 64
     rows. HALF_LAST: a block's last tile whose upper half lies past every row's last key (256-key tiles: the causal
@@ -38,7 +38,10 @@ def _half_tile(q_tile, k_bufs, v_bufs, s, phase, k_ready, k_empty, v_ready, v_em
                                                        instr_shape=[16, HEAD_DIM, 32])
     mbarrier.wait(k_ready.index(s), phase)
     kt = k_bufs.index(s).reshape([BLOCK_N, HEAD_DIM]).slice(HALF if UPPER else 0, HALF, dim=0).permute((1, 0))
-    qk = warpgroup_mma(q_tile, kt, gl.zeros([WG_M, HALF], gl.float32, h_layout), use_acc=False, is_async=True)
+    if Q_REG_QUARTERS > 0:
+        qk = _qk(q_tile, kt, gl.zeros([WG_M, HALF], gl.float32, h_layout), HEAD_DIM, Q_REG_QUARTERS)
+    else:
+        qk = warpgroup_mma(q_tile, kt, gl.zeros([WG_M, HALF], gl.float32, h_layout), use_acc=False, is_async=True)
     qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
     mbarrier.arrive(k_empty.index(s), count=1)
     if RELEASE_Q:
@@ -255,7 +258,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                         q_tile, k_bufs, v_bufs, it % NUM_STAGES, (it // NUM_STAGES) & 1, k_ready, k_empty, v_ready,
                         v_empty, acc, l_i, m_i, f_i, n_start + BLOCK_N // 2, lo_masked_end, full_end, offs_m,
                         qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk, CAUSAL, BLOCK_N, HEAD_DIM,
-                        KEY_PERMUTED, True, _q_slot(q_empty, count, Q_BUFFERS), False)
+                        KEY_PERMUTED, True, _q_slot(q_empty, count, Q_BUFFERS), False, Q_REG_QUARTERS)
             s0 = (it + j0) % NUM_STAGES
             mbarrier.wait(k_ready.index(s0), ((it + j0) // NUM_STAGES) & 1)
             qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S, Q_REG_QUARTERS)
@@ -340,7 +343,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                         q_tile, k_bufs, v_bufs, hs, ((last + 1) // NUM_STAGES) & 1, k_ready, k_empty, v_ready,
                         v_empty, acc, l_i, m_i, f_i, start_n + BLOCK_N, lo_masked_end, full_end, offs_m, qk_scale,
                         lo_off, hi_off, sk, kd_base, k_descale_stride_blk, CAUSAL, BLOCK_N, HEAD_DIM, KEY_PERMUTED,
-                        False, _q_slot(q_empty, count, Q_BUFFERS), not Q_IN_REGS)
+                        False, _q_slot(q_empty, count, Q_BUFFERS), not Q_IN_REGS, Q_REG_QUARTERS)
         else:
             if not Q_IN_REGS:
                 mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
