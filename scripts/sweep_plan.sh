@@ -30,11 +30,15 @@ n128=$K:BLOCK_N=128,NUM_STAGES=1 lib2=$K q22=$K:$Q2"
     run b SWEEP_SEQLENS=2048,8192 SWEEP_HEAD_DIMS=256 \
       SWEEP_VARIANTS="lib=$K:KEY_PERMUTED=1 q2=$K:KEY_PERMUTED=1,$Q2 q3=$K:KEY_PERMUTED=1,$Q3 lib2=$K:KEY_PERMUTED=1"
     ;;
-  B)  # BF16 D=128 and D=64
+  B)  # BF16 D=128 and D=64, INT8 Q.K^T at D=128
     run c SWEEP_SEQLENS=2048,8192 SWEEP_ARGS=--bf16 SWEEP_HEAD_DIMS=128 \
       SWEEP_VARIANTS="lib=$K q2=$K:$Q2 lazy=$K:LAZY_RESCALE=1 q2lazy=$K:$Q2,LAZY_RESCALE=1 lib2=$K"
     run d SWEEP_SEQLENS=2048,8192 SWEEP_ARGS=--bf16 SWEEP_HEAD_DIMS=64 \
       SWEEP_VARIANTS="lib=$K lazy=$K:LAZY_RESCALE=1 n256=$K:BLOCK_N=256,Q_IN_REGS=0 n256q=$K:BLOCK_N=256,Q_IN_REGS=1"
+    # INT8 Q.K^T at D=128 (issue 7's int8_qk mode), the library's 128-key tile
+    P=KEY_PERMUTED=1,BLOCK_N=128
+    run g SWEEP_SEQLENS=2048,8192 SWEEP_ARGS=--int8 SWEEP_HEAD_DIMS=128 \
+      SWEEP_VARIANTS="lib=$K:$P q2=$K:$P,$Q2 q3=$K:$P,$Q3 lib2=$K:$P"
     ;;
   C)  # e4m3 D=128 on 256-key tiles (given V^T and the in-kernel transpose), the window with Q in registers
     P=KEY_PERMUTED=1,BLOCK_N=256

@@ -138,8 +138,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
     # Q_REG_QUARTERS (2 or 3; 0 off): that many quarters of Q's head dims in registers, the rest read from shared
     # memory, S two or three chained products (_s_issue), one commit group each.
     gl.static_assert(Q_REG_QUARTERS == 0 or ((Q_REG_QUARTERS == 2 or Q_REG_QUARTERS == 3) and HEAD_DIM >= 128 and
-                                             not Q_IN_REGS and not QK_INT8 and not SPLIT_S),
-                     "Q_REG_QUARTERS: 2 or 3 quarters of Q, head_dim 128 or 256, 16-bit or e4m3 Q")
+                                             not Q_IN_REGS and not SPLIT_S),
+                     "Q_REG_QUARTERS: 2 or 3 quarters of Q, head_dim 128 or 256, no SPLIT_S")
     S_GROUPS: gl.constexpr = Q_REG_QUARTERS if Q_REG_QUARTERS > 0 else (2 if SPLIT_S else 1)  # commit groups of an S
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, PV_N, MMA_K])
