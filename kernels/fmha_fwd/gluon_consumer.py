@@ -137,8 +137,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
     S_N: gl.constexpr = BLOCK_N // 2 if SPLIT_S else BLOCK_N  # N of one S product
     # Q_REG_QUARTERS (2 or 3; 0 off): that many quarters of Q's head dims in registers, the rest read from shared
     # memory, S two or three chained products (_s_issue), one commit group each.
-    gl.static_assert(Q_REG_QUARTERS == 0 or ((Q_REG_QUARTERS == 2 or Q_REG_QUARTERS == 3) and HEAD_DIM >= 128 and
-                                             not Q_IN_REGS and not SPLIT_S),
+    gl.static_assert(Q_REG_QUARTERS == 0 or ((Q_REG_QUARTERS == 2 or Q_REG_QUARTERS == 3) and
+                                             (HEAD_DIM == 128 or HEAD_DIM == 256) and not Q_IN_REGS and not SPLIT_S),
                      "Q_REG_QUARTERS: 2 or 3 quarters of Q, head_dim 128 or 256, no SPLIT_S")
     S_GROUPS: gl.constexpr = Q_REG_QUARTERS if Q_REG_QUARTERS > 0 else (2 if SPLIT_S else 1)  # commit groups of an S
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -294,9 +294,9 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
                     qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S, Q_REG_QUARTERS)
                     if SUM_ON_TC:
-                        pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
+                        pv, ls = warpgroup_mma_wait(num_outstanding=S_GROUPS, deps=(pv, ls))
                         l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
-                    elif not PARTS:  # P_j V_j done, S_{j+1} (one or two groups) still running
+                    elif not PARTS:  # P_j V_j done, S_{j+1} (S_GROUPS groups) still running
                         pv = warpgroup_mma_wait(num_outstanding=S_GROUPS, deps=(pv, ))
                     mbarrier.arrive(v_empty.index(s), count=1)
                     if not PARTS:
