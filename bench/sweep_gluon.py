@@ -39,6 +39,8 @@ import importlib.util
 import math
 import os
 import sys
+import tempfile
+from pathlib import Path
 
 import torch
 import triton
@@ -51,6 +53,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 
 from bench_decode import WINDOW_LEFT, WINDOW_SHAPE, causal_pairs  # noqa: E402  (issue 9's window pair)
 from common.numerics import DESCALE_BLOCK_TOKENS as DESCALE_BLOCK  # noqa: E402  (the descales' token blocks)
+from aot_compile import sass_of, wgmma_serialized  # noqa: E402  (the build's check, on each variant's cubin)
 from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
 from manifest import gluon_stages as stages_of  # noqa: E402  (and its ring depth, unless a variant sets one)
 from operations.fmha_fwd import (gluon_half_last, gluon_pv_pipelined, gluon_q_in_regs,  # noqa: E402
@@ -117,6 +120,9 @@ def key_permutation(length, device):
 def layout(bits, row_bytes, rank=4):
     """The shared layout of a box whose innermost row has row_bytes bytes (swizzle at most 128 bytes)."""
     return gl.NVMMASharedLayout(swizzle_byte_width=min(128, row_bytes), element_bitwidth=bits, rank=rank)
+
+
+_SERIALIZED = {}  # compiled kernel hash -> whether ptxas serialized its wgmma (Problem.serialized)
 
 
 class Problem:
@@ -238,11 +244,23 @@ class Problem:
             if getattr(self, "trace", None) is None or self.trace.numel() != grid[0] * 64 * 4:
                 self.trace = torch.zeros(grid[0] * 64 * 4, dtype=torch.int64, device="cuda")
             optional["Trace"] = self.trace
-        kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
-                     **strides, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
-                     seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
-                     group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra, HEAD_DIM=p["head_dim"],
-                     BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=self.causal, **constexprs, num_warps=4)
+        return kernel[grid](*descs, LSE=self.lse, q_descale=self.qd, k_descale=self.kd, v_descale=self.vd,
+                            **strides, **optional, softmax_scale=1 / math.sqrt(p["head_dim"]),
+                            seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
+                            group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra,
+                            HEAD_DIM=p["head_dim"], BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=self.causal,
+                            **constexprs, num_warps=4)
+
+    @staticmethod
+    def serialized(compiled):
+        """Whether ptxas serialized the wgmma of this compiled variant (the build refuses such an instance:
+        codegen/aot_compile.py wgmma_serialized); its time is still shown, flagged. Once per compiled kernel."""
+        if compiled.hash not in _SERIALIZED:
+            with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+                f.write(compiled.asm["cubin"])
+                f.flush()
+                _SERIALIZED[compiled.hash] = bool(wgmma_serialized(sass_of(Path(f.name)), compiled.asm["ptx"]))
+        return _SERIALIZED[compiled.hash]
 
     def transpose_ms(self):
         """The library's V -> key-permuted V^T transpose (kernels/transpose_v, 128 keys a program, 4 warps) on this
@@ -317,7 +335,7 @@ def main():
         for name, kernel, constexprs in variants:
             try:
                 prob.o.fill_(float("nan"))
-                prob.launch(kernel, constexprs)
+                serial = prob.serialized(prob.launch(kernel, constexprs))
                 torch.cuda.synchronize()
                 out = prob.o[0, :, head].double()
                 err = ((out - ref).norm() / ref.norm()).item()
@@ -333,16 +351,17 @@ def main():
                 # reads V itself.
                 tf_e2e = prob.flops / (ms + (0 if constexprs.get("TRANSPOSE_V") else t_ms)) * 1e-9
             except Exception as e:  # a variant that does not compile or run is a row, not a crash
-                err, tf, tf_e2e = float("nan"), 0.0, 0.0
+                err, tf, tf_e2e, serial = float("nan"), 0.0, 0.0, False
                 print(f"# {name}: {type(e).__name__}: {str(e)[:300]}", flush=True)
             ok = math.isfinite(err) and err < 0.05
             ms_shown = ms if ok else 0.0
             print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {prob.window_left:>6} "
                   f"{err:>9.2e} {tf if ok else 0.0:>8.1f} {tf_e2e if ok else 0.0:>8.1f} {ms_shown:>8.4f}"
-                  f"{'' if ok else '  WRONG'}", flush=True)
+                  f"{'' if ok else '  WRONG'}{'  SERIALIZED' if serial else ''}", flush=True)
             rows.append(dict(variant=name, head_dim=p["head_dim"], seqlen=p["seqlen_q"], causal=p["causal"],
                              window_left=prob.window_left, rel_err=err,
-                             tflops=tf if ok else 0.0, tflops_e2e=tf_e2e if ok else 0.0, ms=ms_shown))
+                             tflops=tf if ok else 0.0, tflops_e2e=tf_e2e if ok else 0.0, ms=ms_shown,
+                             wgmma_serialized=int(serial)))
         del prob
         torch.cuda.empty_cache()
     if args.csv:

@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,6 +94,37 @@ def sass_of(cubin_path):
                           text=True).stdout
 
 
+def ptxas():
+    import triton
+
+    return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+
+
+def wgmma_one_per_group(sass):
+    """True when every wgmma of the SASS is a group of its own (each HGMMA/QGMMA/IGMMA carries gsb0, between a
+    WARPGROUP.ARRIVE and a DEPBAR): each MMA waits for the one before. The Gluon instances close a group at most every
+    third instruction; some triton.language instances have this shape by Triton's own lowering."""
+    mmas = [line for line in sass.splitlines() if re.search(r"\b[QHI]GMMA\.", line)]
+    return len(mmas) > 1 and all("gsb0" in line for line in mmas)
+
+
+def wgmma_serialized(sass, ptx):
+    """ptxas's message when it serialized the kernel's wgmma for lack of registers (C7512), else "". Triton
+    discards ptxas's messages on success, and a serialized kernel passes every test, only slower (BF16 D=256 with
+    three quarters of Q in registers, 2026-12-05). ptxas runs again only on SASS of that shape."""
+    if not wgmma_one_per_group(sass):
+        return ""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "kernel.ptx"
+        src.write_text(ptx)
+        run = subprocess.run([str(ptxas()), f"-arch=sm_{TARGET_ARCH}a", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
+                             capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(f"ptxas failed on the kernel's PTX: {run.stderr[-2000:]}")
+    log = run.stderr
+    return "\n".join(line for line in log.splitlines() if "C7512" in line)
+
+
 def ptx_params(ptx, function):
     """Types of the .entry parameters in order, e.g. ['u64', 'u32', 'f32', ...]; a 128-byte by-value
     parameter (`.param .align 64 .b8 name[128]`, a host TMA descriptor) reads 'tensormap'."""
@@ -150,6 +182,10 @@ def compile_instance(name, out_dir):
     sass = sass_of(cubin_path)
     mma = {op: len(re.findall(rf"\b{op}\b", sass)) for op in ("QGMMA", "HGMMA", "HMMA", "IMMA", "IGMMA")}
     operation.check_sass(config, mma, sass, compiled.asm["ttgir"])
+    serialized = wgmma_serialized(sass, compiled.asm["ptx"])
+    if serialized:
+        raise RuntimeError(f"{name}: ptxas serialized the wgmma (each MMA runs to completion before the next): "
+                           f"{serialized}")
 
     ptx = ptx_params(compiled.asm["ptx"], md.name)
     expected = kernel_params.ptx_types(params)
