@@ -397,11 +397,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                   # HALF_FIRST (a sliding window's first tile over its upper half): a sweep switch, slower.
                   "HALF_FIRST": False,
                   # LAZY_RESCALE (BF16: a row's frame kept until its maximum grows by 2^16, the accumulator's rescale
-                  # skipped per warp): a sweep switch (bench/sweep_gluon.py), not measured yet.
-                  "LAZY_RESCALE": False,
-                  # Q_REG_QUARTERS (2 or 3 quarters of Q the register A operand of S, the rest from shared memory):
-                  # a sweep switch (bench/sweep_gluon.py), not measured yet.
-                  "Q_REG_QUARTERS": 0}
+                  # skipped per warp): a sweep switch (bench/sweep_gluon.py), no gain (docs/perf/NOTES.md, 2026-12-05).
+                  "LAZY_RESCALE": False}
     return params, types, constexprs, c.warps, c.stages
 
 

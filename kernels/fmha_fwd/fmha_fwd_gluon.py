@@ -98,11 +98,6 @@ instance at D=128): each consumer loads its 64 rows of Q into registers once per
 product (HEAD_DIM / 8 registers a thread) and hands the Q buffer back at once, so S reads only K from shared memory
 and the producer loads the next block's Q under the whole block (one buffer, not Q_BUFFERS' two). Elsewhere the
 registers are short (spills at 128-key D=128 and at D=256) or the measured kernel was slower (D=64, causal, vnat).
-Q_REG_QUARTERS (2 or 3; a sweep switch, 0 in the library's instances, not measured): that many quarters of Q's
-head dims loaded into registers once per block as the register A operand, the rest read from shared memory, so S is
-two or three chained products (gluon_mma._qk) and reads less of shared memory per MMA: where Q in registers does
-not fit (D=256: 64 registers a thread in BF16) or cost more than it gave (BF16 D=128 full). The Q buffer is held to
-the block's last S as without the switch.
 
 BF16 at D=256: one [64, 256] accumulator per warpgroup (one-level accumulation), and the two consumer warpgroups
 share one O buffer (shared memory: Q 64 KB and the K/V ring 128 KB leave room for one), taking turns through the
@@ -164,7 +159,6 @@ def fmha_fwd_gluon_kernel(
     RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2, K_DESCALE_UNIT_STRIDE: gl.constexpr = False,
     Q_BUFFERS: gl.constexpr = 1, TILE_INFO_HANDOFF: gl.constexpr = False, Q_IN_REGS: gl.constexpr = False,
     HALF_LAST: gl.constexpr = False, HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
-    Q_REG_QUARTERS: gl.constexpr = 0,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -289,13 +283,13 @@ def fmha_fwd_gluon_kernel(
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE, Q_REG_QUARTERS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE, Q_REG_QUARTERS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE, Q_REG_QUARTERS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
         ], [4, 4, _producer_warps(TRANSPOSE_V)], [160, 160, 24])
@@ -306,10 +300,10 @@ def fmha_fwd_gluon_kernel(
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE, Q_REG_QUARTERS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
-                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE, Q_REG_QUARTERS)),
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
         ], [4, _producer_warps(TRANSPOSE_V)], [240, 24])

@@ -13,7 +13,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from fmha_fwd.gluon_constants import DESCALE_BLOCK, LN2, LOG2E, NEG_BIG, WG_M
-from fmha_fwd.gluon_mma import _pv_fold, _pv_issue, _qk, _rescale_by_warp, _s_issue, _s_wait
+from fmha_fwd.gluon_mma import _pv_fold, _pv_issue, _rescale_by_warp, _s_issue, _s_wait
 from fmha_fwd.gluon_schedule import _causal_section, _get_tile_info, _q_box, _q_slot, _tile, _tile_ahead
 from fmha_fwd.gluon_softmax import _softmax_any, _softmax_tile, _sum_width, _tile_row_sum
 
@@ -22,7 +22,7 @@ from fmha_fwd.gluon_softmax import _softmax_any, _softmax_tile, _sum_width, _til
 def _half_tile(q_tile, k_bufs, v_bufs, s, phase, k_ready, k_empty, v_ready, v_empty, acc, l_i, m_i, f_i, start_n,
                lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base, k_descale_stride_blk,
                CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-               UPPER: gl.constexpr, q_release, RELEASE_Q: gl.constexpr, Q_REG_QUARTERS: gl.constexpr = 0):
+               UPPER: gl.constexpr, q_release, RELEASE_Q: gl.constexpr):
     """A key tile of which one half holds no key any row of the block sees: S and P.V over the other BLOCK_N / 2 keys
     only, masked, from ring stage s (loaded whole by the producer). Decided per consumer warpgroup, on its own 64
     rows. HALF_LAST: a block's last tile whose upper half lies past every row's last key (256-key tiles: the causal
@@ -38,10 +38,7 @@ def _half_tile(q_tile, k_bufs, v_bufs, s, phase, k_ready, k_empty, v_ready, v_em
                                                        instr_shape=[16, HEAD_DIM, 32])
     mbarrier.wait(k_ready.index(s), phase)
     kt = k_bufs.index(s).reshape([BLOCK_N, HEAD_DIM]).slice(HALF if UPPER else 0, HALF, dim=0).permute((1, 0))
-    if Q_REG_QUARTERS > 0:
-        qk = _qk(q_tile, kt, gl.zeros([WG_M, HALF], gl.float32, h_layout), HEAD_DIM, Q_REG_QUARTERS)
-    else:
-        qk = warpgroup_mma(q_tile, kt, gl.zeros([WG_M, HALF], gl.float32, h_layout), use_acc=False, is_async=True)
+    qk = warpgroup_mma(q_tile, kt, gl.zeros([WG_M, HALF], gl.float32, h_layout), use_acc=False, is_async=True)
     qk = warpgroup_mma_wait(num_outstanding=0, deps=(qk, ))
     mbarrier.arrive(k_empty.index(s), count=1)
     if RELEASE_Q:
@@ -94,7 +91,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
               TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False, HALF_LAST: gl.constexpr = False,
-              HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False, Q_REG_QUARTERS: gl.constexpr = 0):
+              HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -135,12 +132,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
     gl.static_assert(not SPLIT_S or (BLOCK_DESCALE and not SUM_ON_TC and not PARTS),
                      "INT8 256-key tiles: per-block descales, no SUM_ON_TC, D <= 128")
     S_N: gl.constexpr = BLOCK_N // 2 if SPLIT_S else BLOCK_N  # N of one S product
-    # Q_REG_QUARTERS (2 or 3; 0 off): that many quarters of Q's head dims in registers, the rest read from shared
-    # memory, S two or three chained products (_s_issue), one commit group each.
-    gl.static_assert(Q_REG_QUARTERS == 0 or ((Q_REG_QUARTERS == 2 or Q_REG_QUARTERS == 3) and
-                                             (HEAD_DIM == 128 or HEAD_DIM == 256) and not Q_IN_REGS and not SPLIT_S),
-                     "Q_REG_QUARTERS: 2 or 3 quarters of Q, head_dim 128 or 256, no SPLIT_S")
-    S_GROUPS: gl.constexpr = Q_REG_QUARTERS if Q_REG_QUARTERS > 0 else (2 if SPLIT_S else 1)  # commit groups of an S
+    S_GROUPS: gl.constexpr = 2 if SPLIT_S else 1  # commit groups of one S issue
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, PV_N, MMA_K])
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -218,22 +210,6 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                          k_width=4 if MMA_K == 32 else 2)
             q_tile = q_tile.load(q_layout)
             mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
-        if Q_REG_QUARTERS > 0:
-            # Part of Q as the register A operand (HEAD_DIM / 16 registers a thread per quarter in BF16, / 32 in e4m3),
-            # the rest stays in shared memory (and the buffer with it until the block's last S). Each S MMA reads its
-            # A and B operands from shared memory, beside the TMA writes of the next K and V: at D=256 (m64n64k16
-            # BF16, m64n128k32 e4m3) and BF16 D=128 that is about what the SM's shared memory delivers a clock, and
-            # each quarter of A taken from registers cuts S's share by an eighth (docs/perf/NOTES.md, 2026-12-05).
-            qr_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout,
-                                                          k_width=4 if MMA_K == 32 else 2)
-            QUARTER: gl.constexpr = HEAD_DIM // 4
-            if Q_REG_QUARTERS == 2:
-                q_tile = (q_tile.slice(0, 2 * QUARTER, dim=1).load(qr_layout),
-                          q_tile.slice(2 * QUARTER, 2 * QUARTER, dim=1))
-            else:
-                q_tile = (q_tile.slice(0, 2 * QUARTER, dim=1).load(qr_layout),
-                          q_tile.slice(2 * QUARTER, QUARTER, dim=1).load(qr_layout),
-                          q_tile.slice(3 * QUARTER, QUARTER, dim=1))
         n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # n_start is a multiple of BLOCK_N
         # HALF_LAST: the last tile's upper half is past every row's keys (_half_tile); the tile before it closes the
         # loop as the last whole one.
@@ -258,10 +234,10 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                         q_tile, k_bufs, v_bufs, it % NUM_STAGES, (it // NUM_STAGES) & 1, k_ready, k_empty, v_ready,
                         v_empty, acc, l_i, m_i, f_i, n_start + BLOCK_N // 2, lo_masked_end, full_end, offs_m,
                         qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk, CAUSAL, BLOCK_N, HEAD_DIM,
-                        KEY_PERMUTED, True, _q_slot(q_empty, count, Q_BUFFERS), False, Q_REG_QUARTERS)
+                        KEY_PERMUTED, True, _q_slot(q_empty, count, Q_BUFFERS), False)
             s0 = (it + j0) % NUM_STAGES
             mbarrier.wait(k_ready.index(s0), ((it + j0) // NUM_STAGES) & 1)
-            qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S, Q_REG_QUARTERS)
+            qk = _s_issue(q_tile, k_bufs, s0, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
             if not TILE_INFO_HANDOFF:
                 # The next tile's place in the schedule (and varlen offsets, loaded) under this first S MMA,
                 # instead of on the path between this tile's O store and the next tile's first MMA.
@@ -292,11 +268,11 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                        use_acc=False, is_async=True)
                 if S_AHEAD:
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S, Q_REG_QUARTERS)
+                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
                     if SUM_ON_TC:
-                        pv, ls = warpgroup_mma_wait(num_outstanding=S_GROUPS, deps=(pv, ls))
+                        pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
                         l_i = l_i * gl.convert_layout(rescale, row_layout) + _tile_row_sum(ls, row_layout)
-                    elif not PARTS:  # P_j V_j done, S_{j+1} (S_GROUPS groups) still running
+                    elif not PARTS:  # P_j V_j done, S_{j+1} (one or two groups) still running
                         pv = warpgroup_mma_wait(num_outstanding=S_GROUPS, deps=(pv, ))
                     mbarrier.arrive(v_empty.index(s), count=1)
                     if not PARTS:
@@ -306,7 +282,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                     mbarrier.arrive(v_empty.index(s), count=1)
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
                     mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
-                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S, Q_REG_QUARTERS)
+                    qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
             # The last whole KV tile: its softmax, then its P V alone. Q is not read again (but by a half tile):
             # hand it back.
             last = it + n_tiles - 1 - half
@@ -343,7 +319,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                         q_tile, k_bufs, v_bufs, hs, ((last + 1) // NUM_STAGES) & 1, k_ready, k_empty, v_ready,
                         v_empty, acc, l_i, m_i, f_i, start_n + BLOCK_N, lo_masked_end, full_end, offs_m, qk_scale,
                         lo_off, hi_off, sk, kd_base, k_descale_stride_blk, CAUSAL, BLOCK_N, HEAD_DIM, KEY_PERMUTED,
-                        False, _q_slot(q_empty, count, Q_BUFFERS), not Q_IN_REGS, Q_REG_QUARTERS)
+                        False, _q_slot(q_empty, count, Q_BUFFERS), not Q_IN_REGS)
         else:
             if not Q_IN_REGS:
                 mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)

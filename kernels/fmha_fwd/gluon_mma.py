@@ -132,33 +132,11 @@ def _s_zeros(M: gl.constexpr, N: gl.constexpr, layout: gl.constexpr, QK_INT8: gl
 
 
 @gluon.jit
-def _qk(q_tile, kt, zeros, HEAD_DIM: gl.constexpr, Q_REG_QUARTERS: gl.constexpr = 0):
-    """Issues Q K^T against kt, a K view [HEAD_DIM, N] in shared memory, into `zeros`' layout: one product, or
-    (Q_REG_QUARTERS) chained ones over slabs of the head dims, Q's first half from registers (q_tile[0]), then (3
-    quarters) its third quarter from registers (q_tile[1]), the rest from shared memory (q_tile[-1]); one commit
-    group each, one result."""
-    if Q_REG_QUARTERS > 0:
-        QUARTER: gl.constexpr = HEAD_DIM // 4
-        qk = warpgroup_mma(q_tile[0], kt.slice(0, 2 * QUARTER, dim=0), zeros, use_acc=False, is_async=True)
-        if Q_REG_QUARTERS == 2:
-            qk = warpgroup_mma(q_tile[1], kt.slice(2 * QUARTER, 2 * QUARTER, dim=0), qk, use_acc=True, is_async=True)
-        else:
-            qk = warpgroup_mma(q_tile[1], kt.slice(2 * QUARTER, QUARTER, dim=0), qk, use_acc=True, is_async=True)
-            qk = warpgroup_mma(q_tile[2], kt.slice(3 * QUARTER, QUARTER, dim=0), qk, use_acc=True, is_async=True)
-    else:
-        qk = warpgroup_mma(q_tile, kt, zeros, use_acc=False, is_async=True)
-    return qk
-
-
-@gluon.jit
 def _s_issue(q_tile, k_bufs, s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, s_layout: gl.constexpr,
-             QK_INT8: gl.constexpr, SPLIT_S: gl.constexpr, Q_REG_QUARTERS: gl.constexpr = 0):
-    """Issues S = Q K^T of ring stage s: one product (_qk, chained over Q's parts under Q_REG_QUARTERS), or
-    (SPLIT_S) two [64, 128] ones over the two halves of a 256-key tile (two commit groups)."""
-    if Q_REG_QUARTERS > 0:
-        qk = _qk(q_tile, _k_tile(k_bufs, s, BLOCK_N, HEAD_DIM), _s_zeros(WG_M, BLOCK_N, s_layout, QK_INT8), HEAD_DIM,
-                 Q_REG_QUARTERS)
-    elif SPLIT_S:
+             QK_INT8: gl.constexpr, SPLIT_S: gl.constexpr):
+    """Issues S = Q K^T of ring stage s: one product, or (SPLIT_S) two [64, 128] ones over the two halves of a
+    256-key tile (two commit groups)."""
+    if SPLIT_S:
         kt = k_bufs.index(s).reshape([BLOCK_N, HEAD_DIM])
         HALF: gl.constexpr = BLOCK_N // 2
         qa = warpgroup_mma(q_tile, kt.slice(0, HALF, dim=0).permute((1, 0)), _s_zeros(WG_M, HALF, s_layout, QK_INT8),

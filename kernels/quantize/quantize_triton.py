@@ -84,7 +84,9 @@ def _signs_of(seed, i):
     seed_mul = tl.full([], _SEED_MUL, tl.uint32)
     index_mul = tl.full([], _INDEX_MUL, tl.uint32)
     mix_mul = tl.full([], _MIX_MUL, tl.uint32)
-    h = seed.to(tl.uint32) * seed_mul + i * index_mul
+    # tl.cast, not seed.to: Triton's JIT specializes an int argument equal to 1 as a constant, which has no .to
+    # (bench/sweep_quantize.py with seed 1 failed to compile that way; the ahead-of-time signature never does).
+    h = tl.cast(seed, tl.uint32) * seed_mul + i * index_mul
     h = h ^ (h >> 15)
     h = h * mix_mul
     h = h ^ (h >> 12)
