@@ -1,6 +1,7 @@
 """Variant sweep of the quantize kernels through the JIT (device only, no build): versions of
 kernels/quantize/quantize_triton.py and constexpr settings side by side on the recipes the accuracy modes run, each
-variant's output, descales and mean checked byte for byte against the first variant's before its time counts.
+variant's output, descales and mean checked byte for byte against the first variant's (a variant that differs is
+still timed, its verdict beside the time says what differs and by how much).
 
     python3 bench/sweep_quantize.py --variant lib=kernels/quantize/quantize_triton.py \
         --variant hf=kernels/quantize/quantize_triton.py:HEADS_FASTEST=1 [--csv out.csv]
@@ -12,6 +13,12 @@ lets three 128-thread programs share an SM's registers). The launches mirror src
 table once, stats and reduce where the recipe needs them. Timed interleaved (bench_vs_cudnn.time_cuda_interleaved):
 the apply launch alone, and the whole quantization (stats, reduce and apply; the rotation table is built once per
 call by the library too and is included). GB/s counts the apply's bf16 read and its 1-byte write.
+
+A variant whose path is kernels/quantize/quantize_apply_gluon.py (or a copy defining quantize_apply_gluon_kernel)
+runs that Gluon apply where it applies (the [b, s, h, d] output at head dims 64 and 128: the Q and K recipes) and
+quantize_triton.py's stages everywhere else (stats, reduce, the rotation table; V^T's apply): CTAS=n its programs an
+SM (by default as many as its shared memory lets an SM hold, at most 4: gluon_apply_resident), NUM_STAGES its ring
+of input blocks (3 by default). Its rows read "gluon" or "triton" in the kernel column.
 """
 
 import argparse
@@ -21,6 +28,7 @@ import sys
 
 import torch
 import triton
+from triton.experimental import gluon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -30,6 +38,7 @@ import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda_interleaved)
 from bench_quantize_instances import RECIPES, SHAPES  # noqa: E402  (the recipes and shapes of the modes)
 from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK_S  # noqa: E402
 from common.numerics import E4M3_MAX, INT8_QMAX, ROTATION_TABLE_MAX_HEAD_DIM  # noqa: E402
+from quantize.quantize_apply_gluon import buffer_bytes  # noqa: E402  (the Gluon apply's shared memory)
 
 sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 from operations.quantize import APPLY_PARAMS, REDUCE_PARAMS, STATS_PARAMS  # noqa: E402  (as the build compiles them)
@@ -49,12 +58,28 @@ def as_compiled(kernel, params):
                       do_not_specialize_on_alignment=[p for p in loose if p in POINTERS])
 
 
-def load_variant(spec):
-    name, rest = spec.split("=", 1)
-    path, _, consts = rest.partition(":")
+# The Gluon apply's run-time integers, none specialized (the build never does: `rotate` and the others equal to 1
+# would otherwise compile their branches out).
+GLUON_APPLY_INTS = ["seqlen", "heads", "num_blocks", "rotate", "smooth", "per_block", "group", "num_items"]
+LIBRARY_KERNELS = os.path.join(HERE, "..", "kernels", "quantize", "quantize_triton.py")
+
+
+def load_module(name, path):
     module_spec = importlib.util.spec_from_file_location(f"quantize_variant_{name}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
+    return module
+
+
+def load_variant(spec):
+    name, rest = spec.split("=", 1)
+    path, _, consts = rest.partition(":")
+    module = load_module(name, path)
+    gluon_apply = getattr(module, "quantize_apply_gluon_kernel", None)
+    if gluon_apply is not None:
+        # The Gluon apply; every other stage (and the applies it does not cover) from the library's Triton file.
+        module = load_module(f"{name}_triton", LIBRARY_KERNELS)
+        module.gluon_apply = gluon.jit(gluon_apply.fn, do_not_specialize=GLUON_APPLY_INTS)
     for kernel_name, params in (("quantize_apply_kernel", APPLY_PARAMS), ("quantize_stats_kernel", STATS_PARAMS),
                                 ("quantize_reduce_kernel", REDUCE_PARAMS)):
         setattr(module, kernel_name, as_compiled(getattr(module, kernel_name), params))
@@ -78,6 +103,19 @@ def accepted(kernel, consts):
     if "PERSISTENT" in out:
         out["PERSISTENT"] = bool(out["PERSISTENT"])
     return out
+
+
+# Shared memory of an sm_90 SM (228 KiB, of which the driver reserves 1 KiB per resident CTA) and what one Gluon apply
+# program takes besides its buffers: that 1 KiB, its mbarriers and its reductions' scratch (144 bytes at D=128).
+SM90_SHARED = 233472
+GLUON_APPLY_OVERHEAD = 1024 + 256
+
+
+def gluon_apply_resident(d, stages, most=4):
+    """Programs of the Gluon apply an SM holds by shared memory (quantize_apply_gluon.buffer_bytes: its ring of bf16
+    blocks, two output blocks, the rotation matrix), at most `most`: D=128 2 (3 or 4 stages), D=64 4."""
+    per_cta = buffer_bytes(d, stages, BLOCK_S) + GLUON_APPLY_OVERHEAD
+    return max(1, min(most, SM90_SHARED // per_cta))
 
 
 class Quantization:
@@ -138,7 +176,35 @@ class Quantization:
                                                                     1, 0.0, qmax, 0, 0, WIDTH=256, CHUNK=1024,
                                                                     num_warps=4)
 
+    def gluon_covers(self, module):
+        """Whether the variant's Gluon apply takes this recipe (the [b, s, h, d] output at head dims 64 and 128)."""
+        return getattr(module, "gluon_apply", None) is not None and not self.vt and self.x.shape[3] in (64, 128)
+
+    def apply_gluon(self, module, consts):
+        """The Gluon apply: TMA descriptors over x and the output ([b, s, h, d], a 64-token box of one head), a
+        persistent grid of CTAS programs an SM."""
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        b, s, h, d = self.x.shape
+        if getattr(self, "_gluon_descs", None) is None:
+            self._gluon_descs = (
+                TensorDescriptor.from_tensor(self.x, [1, BLOCK_S, 1, d], gl.NVMMASharedLayout(
+                    swizzle_byte_width=128, element_bitwidth=16, rank=4)),
+                TensorDescriptor.from_tensor(self.out, [1, BLOCK_S, 1, d], gl.NVMMASharedLayout(
+                    swizzle_byte_width=min(128, d), element_bitwidth=8, rank=4)))
+        items = self.bh * self.blocks
+        stages = consts.get("NUM_STAGES", 3)
+        grid = (programs_per_sm_grid(items, consts.get("CTAS", gluon_apply_resident(d, stages))),)
+        c = self._common()
+        module.gluon_apply[grid](*self._gluon_descs, self.descale, self.mean, self.rotation, c["seqlen"], c["heads"],
+                                 self.blocks, c["rotate"], c["smooth"], int(self.r["granularity"] == "block"),
+                                 self.group, items, HEAD_DIM=d, BLOCK_S=BLOCK_S, OUT_INT8=self.int8,
+                                 **{k: v for k, v in consts.items() if k == "NUM_STAGES"}, num_warps=4)
+
     def apply(self, module, consts):
+        if self.gluon_covers(module):
+            return self.apply_gluon(module, consts)
         apply = module.quantize_apply_kernel
         if self.vt:
             so = dict(stride_ob=0, stride_oh=0, stride_os=0)
@@ -186,8 +252,20 @@ def check_variants(q, variants):
     reference = run(module0, consts0, 0x7F)
     if not all(torch.equal(a, b) for a, b in zip(reference, run(module0, consts0, 0x00))):
         return ["UNWRITTEN"] * len(variants)
-    return ["same" if all(torch.equal(a, b) for a, b in zip(reference, run(module, consts, 0x7F))) else "DIFFERS"
-            for _, module, consts in variants]
+    return [_verdict(reference, run(module, consts, 0x7F)) for _, module, consts in variants]
+
+
+def _verdict(reference, got):
+    """'same', or 'DIFFERS' with what differs: the output's differing bytes (and, read as int8, the largest
+    difference: 1 is a rounding tie decided the other way) and which other buffers differ."""
+    if all(torch.equal(a, b) for a, b in zip(reference, got)):
+        return "same"
+    out_ref, out_got = reference[0], got[0]
+    n = int((out_ref != out_got).sum())
+    worst = int((out_ref.view(torch.int8).int() - out_got.view(torch.int8).int()).abs().max()) if n else 0
+    others = [name for name, a, b in zip(("descale", "mean", "sums", "amax"), reference[1:], got[1:])
+              if not torch.equal(a, b)]
+    return f"DIFFERS(out {n} B, int8 |d| <= {worst}" + (f"; {','.join(others)}" if others else "") + ")"
 
 
 def main():
@@ -213,15 +291,16 @@ def main():
             total_fns = [lambda m=m, c=c: q.run(m, c) for _, m, c in variants]
             apply_ms = bvc.time_cuda_interleaved(apply_fns, args)
             total_ms = bvc.time_cuda_interleaved(total_fns, args)
-            for (name, _, _), a_ms, t_ms, check in zip(variants, apply_ms, total_ms, checks):
-                ok = check == "same"
+            for (name, module, _), a_ms, t_ms, check in zip(variants, apply_ms, total_ms, checks):
+                ok = check == "same" or check.startswith("DIFFERS(")  # shown with the verdict beside it
                 shape = f"{b}x{s}x{h}x{d}"
                 gbs = q.bytes / (a_ms * 1e-3) / 1e9
+                kernel = "gluon" if q.gluon_covers(module) else "triton"
                 print(f"{name:>10} {shape:>18} {rname:>8} {a_ms * 1e3 if ok else 0:>9.1f} {gbs if ok else 0:>7.0f} "
-                      f"{t_ms * 1e3 if ok else 0:>9.1f}  {check}", flush=True)
+                      f"{t_ms * 1e3 if ok else 0:>9.1f}  {check} {kernel}", flush=True)
                 rows.append(dict(variant=name, batch=b, seqlen=s, heads=h, head_dim=d, recipe=rname,
                                  apply_us=a_ms * 1e3 if ok else 0.0, apply_gbs=gbs if ok else 0.0,
-                                 total_us=t_ms * 1e3 if ok else 0.0, check=check))
+                                 total_us=t_ms * 1e3 if ok else 0.0, check=check, kernel=kernel))
             del q
         del x
         torch.cuda.empty_cache()

@@ -25,9 +25,8 @@
 #   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides,
 #              INT8_HEAD_DIMS=64,128 adds D=128), then bench/bench_int8_instances.py, every compiled INT8 instance by
 #              name (~4 min)
-#   quantsweep bench/sweep_quantize.py: the quantize kernels' switches through the JIT on the accuracy modes' recipes
-#              (QUANT_VARIANTS overrides the list; the default: the library's apply against HEADS_FASTEST and the
-#              PERSISTENT apply),
+#   quantsweep bench/sweep_quantize.py: the quantize kernels' variants through the JIT on the accuracy modes' recipes
+#              (QUANT_VARIANTS overrides the list; the default: the library's apply against the Gluon apply),
 #              apply alone and the whole quantization, outputs checked byte for byte; under a minute; needs no build
 #   stages     bench/mode_stage_times.py: every kernel of one fp8 / fp8_smooth_rotate / int8_qk call and its time, at
 #              D=64 S=8192 and D=128 S=2048 (~1 min)
@@ -202,13 +201,14 @@ if step int8; then
   cat "$OUT/int8_instances.txt"
 fi
 if step quantsweep; then
-  # The quantize kernels' switches through the JIT, outputs checked byte for byte (QUANT_VARIANTS overrides the
-  # list; the default: the library's apply against HEADS_FASTEST, the PERSISTENT apply at 2 programs an SM and at 3
-  # with 168 registers (no spill at D=128), with and without HEADS_FASTEST; each twice, the order reversed).
+  # The quantize kernels' variants through the JIT, outputs checked byte for byte (QUANT_VARIANTS overrides the
+  # list; the default: the library's apply against the Gluon apply (kernels/quantize/quantize_apply_gluon.py, Q and
+  # K recipes: as many programs an SM as fit, rings of 3 and 4 blocks, and one program an SM); each twice, the order
+  # reversed).
   q=kernels/quantize/quantize_triton.py
-  p3=PERSISTENT=3,MAXNREG=168
-  variants=${QUANT_VARIANTS:-"lib=$q hf=$q:HEADS_FASTEST=1 p2=$q:PERSISTENT=2 p3=$q:$p3 p3hf=$q:$p3,HEADS_FASTEST=1
-    p3hf_=$q:$p3,HEADS_FASTEST=1 p3_=$q:$p3 p2_=$q:PERSISTENT=2 hf_=$q:HEADS_FASTEST=1 lib_=$q"}
+  g=kernels/quantize/quantize_apply_gluon.py
+  variants=${QUANT_VARIANTS:-"lib=$q g=$g gs4=$g:NUM_STAGES=4 g1=$g:CTAS=1 g1_=$g:CTAS=1 gs4_=$g:NUM_STAGES=4 g_=$g
+    lib_=$q"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   timeout 300 python3 bench/sweep_quantize.py "${args[@]}" --csv "$OUT/sweep_quantize.csv" \

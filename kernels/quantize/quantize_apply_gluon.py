@@ -1,0 +1,188 @@
+"""The quantize operation's apply stage in Gluon: persistent, with the input blocks streamed in by TMA.
+
+The same computation as quantize_triton.py's quantize_apply_kernel for the [b, s, h, d] output (Q and K; the V^T
+layouts stay there), head dims 64 and 128, and the same result byte for byte (bench/sweep_quantize.py checks it):
+y = x diag(signs) H / sqrt(d) (rotate), minus the head's mean (smooth), then a descale (this block's finite amax /
+QMAX with per_block, else the one read from Descale[bh // group]) and q = saturate(y / descale) in e4m3 or int8.
+
+Why a second kernel: the Triton apply is one program per 64-token block, so each program waits for its whole load
+before the rotation and for the rotation before its stores, and stages the rotation matrix (8-32 KiB) in shared
+memory again for every 16 KiB block it rotates. The rotated int8 applies read 1.1-1.4 TB/s where the unrotated
+e4m3 ones read ~2.9 (docs/perf/NOTES.md, 2026-12-04). Here a program walks blocks pid, pid + programs, ... with
+NUM_STAGES of them in flight through TMA (an mbarrier per slot), keeps the rotation matrix in shared memory for its
+whole life (one load), rotates with one wgmma chain per block (x from shared memory, the matrix as the N-major B
+operand: 16-bit wgmma takes it), and stores the quantized block through shared memory and a TMA store that runs
+under the next block's work (two output buffers).
+
+Same numbers as the Triton kernel: the rotation is the same product (wgmma, K = 16 per instruction, in ascending
+order, float32 accumulation: the Triton apply's tl.dot lowers to the same HGMMA chain), then the same float32
+operations in the same order: * 1/sqrt(d), - mean, the finite amax, amax / QMAX, div_rn(1, descale), the multiply
+(or the division where the reciprocal overflows), the int8 rounding by 1.5 * 2^23 or the saturating e4m3
+conversion. Rows past seqlen are zero (TMA's fill; after smoothing, masked to zero) and never stored (TMA clips
+the store).
+
+Host TMA descriptors (Triton order, innermost last):
+    x_desc    X    [batch, seqlen, heads, HEAD_DIM]  bf16/fp16   block [1, BLOCK_S, 1, HEAD_DIM]
+    out_desc  Out  [batch, seqlen, heads, HEAD_DIM]  e4m3/int8   block [1, BLOCK_S, 1, HEAD_DIM]
+Descale: per_block, [batch, heads, num_blocks] written (slot = item); else read at bh // group. Mean: [batch *
+heads, HEAD_DIM] float32 (the stats and reduce stages'). Rotation: diag(signs) H [HEAD_DIM, HEAD_DIM] in x's type,
+row-major (quantize_rotation_kernel's table). num_items = batch * heads * num_blocks; the grid is at most that.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from common.numerics import E4M3_MAX, INT8_QMAX
+
+# Adding 1.5 * 2^23 rounds a float32 of magnitude < 2^22 to the nearest integer, ties to even, in the low bits.
+_ROUND_MAGIC = gl.constexpr(12582912.0)
+
+
+def buffer_bytes(head_dim, stages, block_s=64, in_bytes=2, out_bytes=1):
+    """Shared memory of the kernel's buffers: the ring of input blocks, two output blocks and the rotation matrix
+    (what sizes its programs an SM; the compiled kernel adds its mbarriers and reduction scratch, under 256 bytes:
+    tests/cpu/test_quantize_gluon_compile.py)."""
+    return stages * block_s * head_dim * in_bytes + 2 * block_s * head_dim * out_bytes + head_dim * head_dim * in_bytes
+
+
+@gluon.constexpr_function
+def _inv_sqrt(n):
+    """1 / sqrt(n), the constant quantize_triton.inv_sqrt gives the Triton kernel."""
+    return 1.0 / float(n) ** 0.5
+
+
+@gluon.constexpr_function
+def _qmax(OUT_INT8):
+    return INT8_QMAX if OUT_INT8 else E4M3_MAX
+
+
+@gluon.jit
+def _place(item, num_blocks, heads):
+    """(bh, block, b, h) of a work item: consecutive items are consecutive token blocks of one (batch, head), as the
+    Triton apply's programs (its default order)."""
+    bh = item // num_blocks
+    blk = item % num_blocks
+    return bh, blk, bh // heads, bh % heads
+
+
+@gluon.jit
+def _load_block(x_desc, buf, bar, item, num_blocks, heads, BLOCK_S: gl.constexpr):
+    """TMA of one item's [BLOCK_S, HEAD_DIM] block into buf, completing on bar (rows past seqlen: zeros)."""
+    bh, blk, b, h = _place(item, num_blocks, heads)
+    mbarrier.expect(bar, x_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(x_desc, [b, blk * BLOCK_S, h, 0], bar, buf)
+
+
+@gluon.jit
+def _finite_amax(y):
+    """The largest finite |y| of the block (quantize_triton._finite_amax: the plain maximum, max.f32 passing over
+    NaN, and only a block holding +-Inf takes the second pass that leaves the non-finite values out)."""
+    amax = gl.max(gl.max(gl.abs(y), axis=1), axis=0)
+    if not (amax < float("inf")):
+        amax = gl.max(gl.max(gl.where(gl.abs(y) < float("inf"), gl.abs(y), 0.0), axis=1), axis=0)
+    return amax
+
+
+@gluon.jit
+def quantize_apply_gluon_kernel(
+    x_desc, out_desc, Descale, Mean, Rotation,
+    seqlen, heads, num_blocks, rotate, smooth, per_block, group, num_items,
+    HEAD_DIM: gl.constexpr, BLOCK_S: gl.constexpr, OUT_INT8: gl.constexpr, NUM_STAGES: gl.constexpr = 3,
+):
+    gl.static_assert(BLOCK_S == 64, "one wgmma M extent (64 rows over the 4 warps) per block")
+    gl.static_assert(HEAD_DIM == 64 or HEAD_DIM == 128, "head_dim 64 or 128 (256 rotates by factors: Triton apply)")
+    gl.static_assert(gl.num_warps() == 4, "one warpgroup")
+    # The rotation's accumulator, and the layout every later step keeps (no data moves between them).
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, HEAD_DIM, 16])
+    rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
+    cols_layout: gl.constexpr = gl.SliceLayout(0, acc_layout)
+    QMAX: gl.constexpr = _qmax(OUT_INT8)
+    INV_SQRT_D: gl.constexpr = _inv_sqrt(HEAD_DIM)
+
+    x_bufs = gl.allocate_shared_memory(x_desc.dtype, [NUM_STAGES] + x_desc.block_type.shape, x_desc.layout)
+    out_bufs = gl.allocate_shared_memory(out_desc.dtype, [2] + out_desc.block_type.shape, out_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(i), count=1)
+
+    # diag(signs) H, [K = HEAD_DIM, N = HEAD_DIM] row-major: the N-major B operand of x @ R, loaded once.
+    h_smem = gl.allocate_shared_memory(x_desc.dtype, [HEAD_DIM, HEAD_DIM],
+                                       gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2))
+    if rotate != 0:
+        ld: gl.constexpr = gl.BlockedLayout([1, 8], [32 // (HEAD_DIM // 8), HEAD_DIM // 8], [4, 1], [1, 0])
+        r = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(1, ld))
+        c = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, ld))
+        h_smem.store(gl.load(Rotation + r[:, None] * HEAD_DIM + c[None, :]))
+        fence_async_shared()
+        gl.thread_barrier()
+
+    pid = gl.program_id(0)
+    step = gl.num_programs(0)
+    mine = gl.cdiv(num_items - pid, step)  # items pid, pid + step, ... (the grid is at most num_items)
+    for i in gl.static_range(NUM_STAGES):
+        if i < mine:
+            _load_block(x_desc, x_bufs.index(i), ready.index(i), pid + i * step, num_blocks, heads, BLOCK_S)
+
+    offs_s = gl.arange(0, BLOCK_S, layout=rows_layout)
+    offs_d = gl.arange(0, HEAD_DIM, layout=cols_layout)
+    for i in range(0, mine):
+        item = pid + i * step
+        s = i % NUM_STAGES
+        mbarrier.wait(ready.index(s), (i // NUM_STAGES) & 1)
+        x_tile = x_bufs.index(s).reshape([BLOCK_S, HEAD_DIM])
+        if rotate != 0:
+            acc = warpgroup_mma(x_tile, h_smem, gl.zeros([BLOCK_S, HEAD_DIM], gl.float32, acc_layout), use_acc=False,
+                                is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+            y = acc * INV_SQRT_D
+        else:
+            y = x_tile.load(acc_layout).to(gl.float32)
+        # Every warp has read slot s: it takes the block NUM_STAGES items ahead.
+        gl.thread_barrier()
+        if i + NUM_STAGES < mine:
+            _load_block(x_desc, x_bufs.index(s), ready.index(s), item + NUM_STAGES * step, num_blocks, heads, BLOCK_S)
+
+        bh, blk, b, h = _place(item, num_blocks, heads)
+        if smooth != 0:
+            mean = gl.load(Mean + bh.to(gl.int64) * HEAD_DIM + offs_d)
+            y = gl.where((blk * BLOCK_S + offs_s < seqlen)[:, None], y - mean[None, :], 0.0)
+        if per_block != 0:
+            amax = _finite_amax(y)
+            descale = gl.where(amax > 0.0, amax / QMAX, 1.0)
+            gl.store(Descale + item, descale)
+        else:
+            descale = gl.load(Descale + bh // group)
+        # One correctly rounded reciprocal a block and a multiply an element; a descale below 2^-128 (whose
+        # reciprocal overflows) keeps the division (quantize_triton._quantize_store).
+        inv = gl.div_rn(1.0, descale)
+        if inv < float("inf"):
+            z = y * inv
+        else:
+            z = y / descale
+        if OUT_INT8:
+            # NaN -> 0, saturate, round to nearest even by adding 1.5 * 2^23 (the low byte of the sum's bits is
+            # the int8), as the Triton apply.
+            z = gl.minimum(gl.maximum(gl.where(z == z, z, 0.0), -QMAX), QMAX)
+            q = (z + _ROUND_MAGIC).to(gl.int32, bitcast=True).to(gl.int8)
+        else:
+            q = z.to(gl.float8e4nv)  # cvt.rn.satfinite: |z| > 448 and +-Inf to +-448, NaN kept
+
+        # The store that last used this output buffer (two items ago) has read it; then every warp writes its part.
+        out = out_bufs.index(i % 2)
+        tma.store_wait(pendings=1)
+        gl.thread_barrier()
+        out.reshape([BLOCK_S, HEAD_DIM]).store(q)
+        fence_async_shared()
+        gl.thread_barrier()
+        tma.async_copy_shared_to_global(out_desc, [b, blk * BLOCK_S, h, 0], out)
+    tma.store_wait(pendings=0)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.invalidate(ready.index(i))
