@@ -217,6 +217,12 @@ def _default_instances():
     # V^T in the vkperm attention instances' key order, written by the quantization itself (no transpose).
     rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4, key_permuted=True)
              for d in HEAD_DIMS]
+    # The Gluon apply (kernels/quantize/quantize_apply_gluon.py: persistent, TMA in and out) for Q and K at head dims
+    # 64 and 128. Not measured yet (docs/perf/NOTES.md, 2026-12-05 thirteenth session): after the Triton rows, so the
+    # library picks the Triton apply and the Gluon one runs by name (tests/gpu/test_quantize.py compares its bytes with
+    # the pick's) until the sweep decides.
+    rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 4, family="gluon")
+             for out in ("e4m3", "i8") for d in (64, 128)]
     # Paged FP8 KV cache (kernels/paged/paged_decode_triton.py): pages of 16 and 64 tokens at D=64 and 128; decode
     # with 16 rows per program (GQA 4:1 with up to 4 new tokens), 32 (MQA 32:1) and 64 (speculative tokens). The
     # first instance of a row count is the heuristic's pick. Measured on the H200 (bench_decode.py --instances,

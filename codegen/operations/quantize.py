@@ -1,20 +1,25 @@
 """Operation quantize: BF16/FP16 [b, s, h, d] -> e4m3 or int8 operands of the attention kernels, and descales.
 
-    fp8attn_sm90_quantize_apply_<in>_<out>_<BS>x<D>_w<warps>[_kperm]   quantize one block of BS tokens
+    fp8attn_sm90_quantize_apply_<in>_<out>_<BS>x<D>_w<warps>[_kperm][_gluon]   quantize blocks of BS tokens
     fp8attn_sm90_quantize_stats_<in>_<BS>x<D>_w<warps>                 per-block column sums / amax
     fp8attn_sm90_quantize_reduce_f32_w<warps>                          partials -> mean / descale
     fp8attn_sm90_quantize_rotation_<in>_w<warps>                       the rotation matrix, once per call
 
 A quantization launches the stages its options need (src/quant/quantize.cpp); every stage is its own
 instance. kperm: V^T written in the Gluon attention kernel's key order (the vkperm attention instances).
-Kernels: kernels/quantize/quantize_triton.py.
+Kernels: kernels/quantize/quantize_triton.py; _gluon: the apply in kernels/quantize/quantize_apply_gluon.py
+(persistent, TMA in and out, [b, s, h, d] outputs at head dims 64 and 128; its stats, reduce and rotation stages
+are the Triton ones).
 """
 
 import re
 from dataclasses import dataclass
 
+from common.numerics import DESCALE_BLOCK_TOKENS as DESCALE_BLOCK
 from common.numerics import ROTATION_TABLE_MAX_HEAD_DIM
+from operations.fmha_fwd import gluon_tensordesc
 from params import Param
+from quantize.quantize_apply_gluon import buffer_bytes as gluon_apply_buffer_bytes
 
 NAME = "quantize"
 CPP_KIND = "kQuantize"  # library::OperationKind
@@ -38,7 +43,7 @@ class QuantizeConfig:
 
 _RE = re.compile(
     rf"fp8attn_{ARCH}_quantize_(?:"
-    r"apply_(?P<ai>bf16|f16)_(?P<ao>e4m3|i8)_(?P<abs>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)(?P<kperm>_kperm)?"
+    r"apply_(?P<ai>bf16|f16)_(?P<ao>e4m3|i8)_(?P<abs>\d+)x(?P<ad>\d+)_w(?P<aw>\d+)(?P<kperm>_kperm)?(?P<ag>_gluon)?"
     r"|stats_(?P<si>bf16|f16)_(?P<sbs>\d+)x(?P<sd>\d+)_w(?P<sw>\d+)"
     r"|reduce_f32_w(?P<rw>\d+)"
     r"|rotation_(?P<ri>bf16|f16)_w(?P<row>\d+))")
@@ -47,7 +52,7 @@ _RE = re.compile(
 def name_of(c: QuantizeConfig) -> str:
     if c.stage == "apply":
         name = f"fp8attn_{ARCH}_quantize_apply_{c.in_dtype}_{c.out_dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
-        return name + ("_kperm" if c.key_permuted else "")
+        return name + ("_kperm" if c.key_permuted else "") + ("_gluon" if c.family == "gluon" else "")
     if c.stage == "stats":
         return f"fp8attn_{ARCH}_quantize_stats_{c.in_dtype}_{c.block_s}x{c.head_dim}_w{c.warps}"
     if c.stage == "rotation":
@@ -60,7 +65,8 @@ def parse(name: str):
     if not m:
         return None
     if m["ai"]:
-        return QuantizeConfig("apply", m["ai"], m["ao"], int(m["abs"]), int(m["ad"]), int(m["aw"]), bool(m["kperm"]))
+        return QuantizeConfig("apply", m["ai"], m["ao"], int(m["abs"]), int(m["ad"]), int(m["aw"]), bool(m["kperm"]),
+                              family="gluon" if m["ag"] else "triton")
     if m["si"]:
         return QuantizeConfig("stats", m["si"], "", int(m["sbs"]), int(m["sd"]), int(m["sw"]))
     if m["ri"]:
@@ -96,6 +102,17 @@ APPLY_PARAMS = [
 
 ROTATION_PARAMS = [Param("Rotation", "ptr", True), Param("width", "i32"), Param("seed", "i32")]
 
+# The Gluon apply (kernels/quantize/quantize_apply_gluon.py): host TMA descriptors of x and the output ([b, s, h, d],
+# a block of 64 tokens of one head), then the Triton apply's scalars but the V^T ones (it writes [b, s, h, d] only)
+# and the seed (it reads the rotation table).
+GLUON_APPLY_PARAMS = [
+    Param("x_desc", "tensordesc", rank=4), Param("out_desc", "tensordesc", rank=4),
+    Param("Descale", "ptr"), Param("Mean", "ptr", True), Param("Rotation", "ptr", True),
+    Param("seqlen", "i32"), Param("heads", "i32"), Param("num_blocks", "i32"),
+    Param("rotate", "i32"), Param("smooth", "i32"), Param("per_block", "i32"), Param("group", "i32"),
+    Param("num_items", "i32"),
+]
+
 _MODULE = "quantize.quantize_triton"
 # kernel key -> (kernel module, function, params, C++ params struct)
 KERNELS = {
@@ -103,6 +120,8 @@ KERNELS = {
     "triton_stats": (_MODULE, "quantize_stats_kernel", STATS_PARAMS, "QuantizeStatsTritonParams"),
     "triton_reduce": (_MODULE, "quantize_reduce_kernel", REDUCE_PARAMS, "QuantizeReduceTritonParams"),
     "triton_rotation": (_MODULE, "quantize_rotation_kernel", ROTATION_PARAMS, "QuantizeRotationTritonParams"),
+    "gluon_apply": ("quantize.quantize_apply_gluon", "quantize_apply_gluon_kernel", GLUON_APPLY_PARAMS,
+                    "QuantizeApplyGluonParams"),
 }
 
 # The reduce stage's widest row (the largest head dim's mean) and its loop chunk.
@@ -123,16 +142,33 @@ def kernel_of(c: QuantizeConfig):
 SM90_REGISTERS = 65536
 
 
+# The Gluon apply's ring of input blocks, and the shared memory an sm_90 SM offers its CTAs (228 KiB, 1 KiB of it
+# reserved per resident CTA; the kernel's mbarriers and reduction scratch take under 256 bytes more).
+GLUON_APPLY_STAGES = 3
+SM90_SHARED_PER_SM = 233472
+GLUON_APPLY_CTA_OVERHEAD = 1024 + 256
+
+
+def gluon_apply_programs_per_sm(head_dim, stages=GLUON_APPLY_STAGES, most=4):
+    """Programs of the Gluon apply an SM holds by shared memory (D=128: 2, D=64: 4); its persistent grid."""
+    per_cta = gluon_apply_buffer_bytes(head_dim, stages, DESCALE_BLOCK) + GLUON_APPLY_CTA_OVERHEAD
+    return max(1, min(most, SM90_SHARED_PER_SM // per_cta))
+
+
 def apply_programs_per_sm(c: QuantizeConfig):
-    """The apply's PERSISTENT grid, programs per SM (0: one program per 64-token block, the default). Not measured
-    yet (bench/sweep_quantize.py's PERSISTENT=n): 0 for every instance."""
+    """The apply's persistent grid, programs per SM (0: one program per 64-token block). The Gluon apply is
+    persistent (as many programs an SM as its shared memory lets reside); the Triton apply's PERSISTENT switch was
+    measured and not adopted (docs/perf/NOTES.md, 2026-12-05): 0."""
+    if c.family == "gluon":
+        return gluon_apply_programs_per_sm(c.head_dim)
     return 0
 
 
 def compile_options(c: QuantizeConfig):
-    """A persistent apply's register cap: as many registers as let apply_programs_per_sm(c) programs share an SM
-    (ptxas at D=128: 192 registers without it, two programs; 166 under 168, three, no spill)."""
-    per_sm = apply_programs_per_sm(c) if c.stage == "apply" else 0
+    """A persistent Triton apply's register cap: as many registers as let apply_programs_per_sm(c) programs share an
+    SM (ptxas at D=128: 192 registers without it, two programs; 166 under 168, three, no spill). The Gluon apply's
+    102 registers (D=128) leave room for its programs: no cap."""
+    per_sm = apply_programs_per_sm(c) if c.stage == "apply" and c.family == "triton" else 0
     if not per_sm:
         return {}
     cap = SM90_REGISTERS // (per_sm * 32 * c.warps) // 8 * 8
@@ -147,6 +183,18 @@ def compile_spec(c: QuantizeConfig):
     elif c.stage == "rotation":
         types = {"Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"WIDTH": ROTATION_TABLE_MAX_HEAD_DIM, "ROWS": 16}
+    elif c.family == "gluon":
+        if not (c.stage == "apply" and not c.key_permuted and c.head_dim in (64, 128) and c.block_s == DESCALE_BLOCK
+                and c.warps == 4):
+            raise ValueError(f"{name_of(c)}: the Gluon quantize is an apply to [b, s, h, d] (no kperm), head_dim 64 or "
+                             f"128, blocks of {DESCALE_BLOCK} tokens, 4 warps")
+        types = {"x_desc": gluon_tensordesc(_TRITON_TYPE[c.in_dtype][1:], [1, c.block_s, 1, c.head_dim], 128),
+                 "out_desc": gluon_tensordesc(_TRITON_TYPE[c.out_dtype][1:], [1, c.block_s, 1, c.head_dim],
+                                              min(128, c.head_dim)),
+                 "Descale": "*fp32", "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
+        constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
+                      "NUM_STAGES": GLUON_APPLY_STAGES}
+        return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; no Triton pipelining
     elif c.stage == "stats":
         types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype],
                  "PartialSum": "*fp32", "PartialAmax": "*fp32"}
@@ -163,7 +211,10 @@ def compile_spec(c: QuantizeConfig):
 
 
 def check_sass(c, mma_counts, sass="", ttgir=""):
-    pass  # memory-bound; the rotation's small MMA is not a throughput path
+    """The Gluon apply rotates with one bf16/f16 wgmma chain a block (HEAD_DIM / 16 HGMMA); the Triton stages are
+    memory-bound and their small MMA is not a throughput path."""
+    if c.family == "gluon" and mma_counts.get("HGMMA", 0) != c.head_dim // 16:
+        raise RuntimeError(f"{name_of(c)}: expected {c.head_dim // 16} HGMMA (the rotation) in SASS ({mma_counts})")
 
 
 def requires(c: QuantizeConfig):

@@ -4,6 +4,10 @@
 //   smooth:                     stats(sums of x) -> reduce(mean, then rotated)   the mean over the sequence
 //   computed per tensor / head: stats(amax of y - mean) -> reduce(descale)       the descales
 //   always:                     apply (per block: computes and writes its own descale)
+//
+// The apply is the Triton kernel (one program per block) or, where it applies, the Gluon one (the "_gluon"
+// instances, kernels/quantize/quantize_apply_gluon.py: persistent, x and the output through TMA descriptors,
+// [b, s, h, d] outputs only); both write the same bytes.
 
 #include "fp8attn/quant/device/quantize.h"
 
@@ -11,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,6 +29,7 @@
 #include "runtime/launcher.h"
 #include "runtime/module_cache.h"
 #include "runtime/param_pack.h"
+#include "runtime/tensor_map.h"
 
 namespace fp8attn::quant {
 
@@ -68,6 +74,24 @@ bool needs_mean(Arguments const& a) { return a.smooth; }
 constexpr int kRotationTableMaxDim = static_cast<int>(generated::numerics::ROTATION_TABLE_MAX_HEAD_DIM);
 bool needs_rotation_table(Arguments const& a) { return a.rotate && a.head_dim <= kRotationTableMaxDim; }
 bool needs_amax(Arguments const& a) { return a.granularity != Granularity::kPerBlock && !a.static_descale; }
+bool is_gluon(KernelInstance const& k) { return k.family == library::KernelFamily::kGluon; }
+
+/// Why the Gluon apply cannot take this call ("" when it can): it writes [b, s, h, d] only, and TMA wants every
+/// stride of x and the output positive (the validated ones are multiples of 16 elements) and below 2^40 bytes.
+std::string gluon_apply_refusal(Arguments const& a) {
+  if (vt_layout(a)) return std::string("layout=") + to_string(a.layout) + " (it writes [b, s, h, d] only)";
+  for (auto [field, value, bytes] :
+       {std::tuple<char const*, int64_t, int>{"input.stride_b", a.input.stride_b, size_of(a.input_type)},
+        {"input.stride_s", a.input.stride_s, size_of(a.input_type)},
+        {"input.stride_h", a.input.stride_h, size_of(a.input_type)},
+        {"output.stride_b", a.output.stride_b, 1}, {"output.stride_s", a.output.stride_s, 1},
+        {"output.stride_h", a.output.stride_h, 1}}) {
+    if (value <= 0 || static_cast<__int128>(value) * bytes >= (__int128{1} << 40)) {
+      return std::string(field) + "=" + num(value) + " (TMA takes strides in (0, 2^40) bytes)";
+    }
+  }
+  return "";
+}
 
 KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string const& name = {}) {
   for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
@@ -86,7 +110,8 @@ KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string 
     }
     if (c.in_type != a.input_type || c.head_dim != a.head_dim) continue;
     if (stage == QuantizeStage::kApply &&
-        (c.out_type != a.output_type || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted))) {
+        (c.out_type != a.output_type || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted) ||
+         (is_gluon(k) && !gluon_apply_refusal(a).empty()))) {
       continue;
     }
     return &k;
@@ -118,6 +143,12 @@ Status select(Arguments const& a, Instances* out) {
     if (c.in_type != a.input_type || c.out_type != a.output_type || c.head_dim != a.head_dim ||
         c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted)) {
       return Status(StatusCode::kErrorNotSupported, "kernel_name=" + a.kernel_name + " does not quantize " + what);
+    }
+    if (is_gluon(*out->apply)) {
+      if (std::string const why = gluon_apply_refusal(a); !why.empty()) {
+        return Status(StatusCode::kErrorNotSupported,
+                      "kernel_name=" + a.kernel_name + " (the Gluon apply) cannot take " + why);
+      }
     }
   } else {
     out->apply = find(QuantizeStage::kApply, a);
@@ -433,28 +464,55 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
                         ") plus the persistent grid (" + num(apply_programs) + " programs) exceeds 2^31-1");
     }
   }
+  // The scalars both apply kernels take, by field name.
+  auto fill_apply = [&](auto& ap) {
+    ap.Descale = descale;
+    ap.Mean = mean;
+    ap.Rotation = rotation;
+    ap.seqlen = a.seqlen;
+    ap.heads = a.heads;
+    ap.num_blocks = static_cast<int32_t>(blocks);
+    ap.rotate = a.rotate;
+    ap.smooth = a.smooth;
+    ap.per_block = a.granularity == Granularity::kPerBlock;
+    ap.group = static_cast<int32_t>(group);
+    ap.num_items = static_cast<int32_t>(bh * blocks);
+  };
+  if (is_gluon(*instances.apply)) {
+    // x and the output through TMA descriptors ([b, s, h, d], a box of one block of one head; TMA zero-fills the
+    // rows past seqlen and drops their stores).
+    KernelInstance const& k = *instances.apply;
+    if (k.num_tensor_descs != 2) return Status(StatusCode::kErrorInternal, "quantize apply (Gluon): expected 2 descriptors");
+    generated::QuantizeApplyGluonParams gp;
+    int64_t const shape[4] = {a.batch, a.seqlen, a.heads, a.head_dim};
+    int64_t const in_strides[4] = {a.input.stride_b, a.input.stride_s, a.input.stride_h, 1};
+    int64_t const out_strides[4] = {a.output.stride_b, a.output.stride_s, a.output.stride_h, 1};
+    if (Status s = runtime::make_tensor_map_param(*driver, k.tensor_descs[0], a.input.ptr, shape, in_strides, &gp.x_desc);
+        !s) {
+      return s;
+    }
+    if (Status s = runtime::make_tensor_map_param(*driver, k.tensor_descs[1], a.output.ptr, shape, out_strides,
+                                                  &gp.out_desc);
+        !s) {
+      return s;
+    }
+    fill_apply(gp);
+    if (Status s = add(k, apply_programs, "quantize apply", [&](runtime::ParamPack& p) { gp.pack(p); }); !s) return s;
+    plan_ = std::move(plan);
+    return Status::success();
+  }
   if (Status s = add(*instances.apply, apply_programs, "quantize apply",
                      [&](runtime::ParamPack& p) {
                        generated::QuantizeApplyTritonParams ap;
+                       fill_apply(ap);
                        ap.X = a.input.ptr;
                        ap.Out = a.output.ptr;
-                       ap.Descale = descale;
-                       ap.Mean = mean;
-                       ap.Rotation = rotation;
-                       ap.seqlen = a.seqlen;
-                       ap.heads = a.heads;
-                       ap.num_blocks = static_cast<int32_t>(blocks);
                        ap.seed = seed;
-                       ap.rotate = a.rotate;
-                       ap.smooth = a.smooth;
-                       ap.per_block = a.granularity == Granularity::kPerBlock;
-                       ap.group = static_cast<int32_t>(group);
                        // The apply kernel is compiled with seqlen_pad divisible by 16 (its V^T stores are 16
                        // bytes wide; codegen/operations/quantize.py).
                        static_assert(fmha::kVtSeqAlign % 16 == 0, "quantize apply assumes 16 | seqlen_pad");
                        ap.seqlen_pad = static_cast<int32_t>(fmha::padded_seqlen(a.seqlen));
                        ap.vt = vt_layout(a);
-                       ap.num_items = static_cast<int32_t>(bh * blocks);
                        ap.stride_xb = a.input.stride_b;
                        ap.stride_xh = a.input.stride_h;
                        ap.stride_xs = a.input.stride_s;

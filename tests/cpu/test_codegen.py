@@ -262,9 +262,13 @@ class Manifest(unittest.TestCase):
             for d in (64, 128):
                 self.assertTrue(any(c.qk_type == "i8" and c.v_type == "e4m3" and c.block_descale and c.head_dim == d
                                     and c.causal == causal for c in fmha), (d, causal))
-        # 1-3 s each: 6 apply, 3 key-permuted apply, the stats stages, reduce and the bf16 rotation stage
-        self.assertLessEqual(len(quantize), 14)
-        applies = [c for c in quantize if c.stage == "apply"]
+        # 1-3 s each: 6 apply, 3 key-permuted apply, 4 Gluon apply (Q and K at D=64 and 128), the stats stages,
+        # reduce and the bf16 rotation stage
+        self.assertLessEqual(len(quantize), 18)
+        applies = [c for c in quantize if c.stage == "apply" and c.family == "triton"]
+        # The Gluon apply writes [b, s, h, d] only: Q and K in both output types, head dims 64 and 128.
+        self.assertEqual(sorted((c.out_dtype, c.head_dim) for c in quantize if c.family == "gluon"),
+                         [("e4m3", 64), ("e4m3", 128), ("i8", 64), ("i8", 128)])
         for out in ("e4m3", "i8"):
             self.assertEqual(sorted(c.head_dim for c in applies if c.out_dtype == out and not c.key_permuted),
                              list(manifest.HEAD_DIMS), f"bf16 -> {out} at every head dim")
@@ -308,9 +312,10 @@ class Manifest(unittest.TestCase):
         checked = 0
         for c in manifest.instances():
             gluon = getattr(c, "family", "") == "gluon"
-            # The TMA transpose and the Gluon decode take two descriptors (V and V^T; K and V^T pages), the Gluon
-            # attention kernel four (Q, K, V or V^T, O).
-            descs = (2 if (isinstance(c, TransposeConfig) and c.tma) or (isinstance(c, PagedConfig) and gluon)
+            # The TMA transpose, the Gluon decode and the Gluon quantize apply take two descriptors (V and V^T; K and
+            # V^T pages; x and its output), the Gluon attention kernel four (Q, K, V or V^T, O).
+            descs = (2 if (isinstance(c, TransposeConfig) and c.tma) or (isinstance(c, (PagedConfig, QuantizeConfig))
+                                                                           and gluon)
                      else 4 if gluon else 0)
             if descs:
                 meta = json.loads((kernels / f"{name_of(c)}.json").read_text())

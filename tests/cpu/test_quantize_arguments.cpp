@@ -47,8 +47,10 @@ void expect_error(QuantizeArguments const& a, StatusCode code, std::string const
 
 int main() {
   bool compiled = false;  // the default build's bf16 -> e4m3 / i8 instances at D=128
+  bool gluon_compiled = false;  // and the Gluon apply's
   for (fp8attn::library::Operation const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kQuantize)) {
     if (op->description().name == "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4") compiled = true;
+    if (op->description().name == "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4_gluon") gluon_compiled = true;
   }
   if (!compiled) {
     std::printf("not applicable in this build: no bf16 -> e4m3 quantize instance at D=128\n");
@@ -173,6 +175,25 @@ int main() {
     auto a = valid(128);
     a.kernel_name = "fp8attn_sm90_quantize_rotation_bf16_w4";
     expect_error(a, StatusCode::kErrorNotSupported, "internal stage", "the rotation stage forced by name");
+  }
+  if (gluon_compiled) {
+    // The Gluon apply writes [b, s, h, d] through TMA: forced onto a V^T layout or a stride TMA cannot take, it is
+    // refused with the reason; the library's own pick is the Triton apply (the Gluon one is not measured yet:
+    // codegen/manifest.py lists it after it).
+    auto a = valid(128);
+    std::string pick;
+    CHECK(Quantize::select_kernel(a, &pick).ok() && pick == "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4",
+          "the default pick: " + pick);
+    a.kernel_name = "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4_gluon";
+    CHECK(Quantize::can_implement(a).ok(), Quantize::can_implement(a).to_string());
+    a.layout = OutputLayout::kVt;
+    expect_error(a, StatusCode::kErrorNotSupported, "cannot take layout=vt", "the Gluon apply on V^T");
+    a = valid(128);
+    a.kernel_name = "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4_gluon";
+    a.input.stride_b = 0;  // valid (a broadcast batch), but not a TMA stride
+    expect_error(a, StatusCode::kErrorNotSupported, "input.stride_b=0", "the Gluon apply on a zero stride");
+    a.kernel_name.clear();
+    CHECK(Quantize::can_implement(a).ok(), "the Triton apply takes the zero stride: " + Quantize::can_implement(a).to_string());
   }
   // The registry: every quantize instance is listed; a stage refuses to run alone, an apply instance accepts.
   for (fp8attn::library::Operation const* op : fp8attn::library::operations(fp8attn::library::OperationKind::kQuantize)) {

@@ -169,11 +169,14 @@ def test_non_finite_inputs_and_static_descale(seed):
     assert torch.equal(qs.float()[keep], z.to(torch.float8_e4m3fn).float()[keep]), "static: x / descale, saturated"
 
 
-def apply_instances(d, dtype, kperm):
+def apply_instances(d, dtype, kperm, gluon=True):
+    """The compiled bf16 apply instances of a recipe at head dim d; gluon=False leaves out the Gluon apply (it writes
+    [b, s, h, d] only)."""
     tag = "i8" if dtype == "int8" else "e4m3"
     return sorted(o["name"] for o in fp8attn.list_operations()
                   if isinstance(o, dict) and o["name"].startswith(f"fp8attn_sm90_quantize_apply_bf16_{tag}_")
-                  and f"x{d}_" in o["name"] and ("_kperm" in o["name"]) == kperm)
+                  and f"x{d}_" in o["name"] and ("_kperm" in o["name"]) == kperm
+                  and (gluon or not o["name"].endswith("_gluon")))
 
 
 @pytest.mark.parametrize("d", [64, 128])
@@ -181,8 +184,10 @@ def test_every_apply_instance_same_bits(d, seed):
     """fp8attn.quantize(kernel_name=): every compiled apply instance of a recipe forced by name writes the same
     bytes and descales as the library's pick (int8 per block rotated and smoothed, e4m3 per block, per tensor, V^T in
     both key orders; an odd number of blocks, a partial last block, Inf and NaN inputs), and a name that is not
-    compiled is refused. The default set has one apply instance per recipe, so there this checks that naming the
-    pick runs it; a build with candidate apply instances (a manifest's extra set) compares each against the pick."""
+    compiled is refused. The default set has the Triton apply of every recipe (the pick) and, for the [b, s, h, d]
+    recipes at head dims 64 and 128, the Gluon apply (kernels/quantize/quantize_apply_gluon.py), compared here against
+    it; a build with candidate apply instances (a manifest's extra set) compares each against the pick. The Gluon
+    apply forced onto a V^T layout is refused with the layout named."""
     x = x_of((2, 1000, 3, d), seed)
     x[1, 900, 2, 3], x[0, 70, 1, 0] = float("inf"), float("nan")
     recipes = [dict(dtype="int8", granularity="block", smooth=True, rotate=True, seed=7),
@@ -190,13 +195,26 @@ def test_every_apply_instance_same_bits(d, seed):
                dict(dtype="e4m3", granularity="tensor", layout="vt"),
                dict(dtype="e4m3", granularity="block", layout="vt_kperm")]
     for recipe in recipes:
-        names = apply_instances(d, recipe["dtype"], recipe.get("layout") == "vt_kperm")
+        vt = recipe.get("layout", "bshd") != "bshd"
+        names = apply_instances(d, recipe["dtype"], recipe.get("layout") == "vt_kperm", gluon=not vt)
         want, want_d = fp8attn.quantize(x, **recipe)
+        if recipe.get("layout") == "vt":  # (on vt_kperm every plain-order instance is refused by its order)
+            for name in [n for n in apply_instances(d, recipe["dtype"], False) if n.endswith("_gluon")]:
+                with pytest.raises(ValueError, match="cannot take layout=vt "):
+                    fp8attn.quantize(x, kernel_name=name, **recipe)
         for name in names:
             got, got_d = fp8attn.quantize(x, kernel_name=name, **recipe)
             torch.cuda.synchronize()
             assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), f"{name}, {recipe}: bytes differ"
             assert torch.equal(got_d, want_d), f"{name}, {recipe}: descales differ"
+    # A [b, s, h, d] view of a [b, h, s, d] tensor (heads apart by a whole sequence): the strides the TMA
+    # descriptors of the Gluon apply take from the view.
+    xt = x_of((2, 3, 1000, d), seed).transpose(1, 2)
+    recipe = recipes[0]
+    want, want_d = fp8attn.quantize(xt, **recipe)
+    for name in apply_instances(d, recipe["dtype"], False):
+        got, got_d = fp8attn.quantize(xt, kernel_name=name, **recipe)
+        assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)) and torch.equal(got_d, want_d), name
     with pytest.raises(ValueError, match="kernel_name=nope"):
         fp8attn.quantize(x, kernel_name="nope")
 
