@@ -167,7 +167,7 @@ def apply_programs_per_sm(c: QuantizeConfig):
 def compile_options(c: QuantizeConfig):
     """A persistent Triton apply's register cap: as many registers as let apply_programs_per_sm(c) programs share an
     SM (ptxas at D=128: 192 registers without it, two programs; 166 under 168, three, no spill). The Gluon apply's
-    102 registers (D=128) leave room for its programs: no cap."""
+    registers (about 125 at D=128, 65 at D=64) leave room for the programs its shared memory admits: no cap."""
     per_sm = apply_programs_per_sm(c) if c.stage == "apply" and c.family == "triton" else 0
     if not per_sm:
         return {}

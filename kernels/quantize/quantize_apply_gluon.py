@@ -112,6 +112,7 @@ def quantize_apply_gluon_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(i), count=1)
+    fence_async_shared()  # the initialized barriers visible to the TMA unit before its first load
 
     # diag(signs) H, [K = HEAD_DIM, N = HEAD_DIM] row-major: the N-major B operand of x @ R, loaded once.
     h_smem = gl.allocate_shared_memory(x_desc.dtype, [HEAD_DIM, HEAD_DIM],

@@ -76,17 +76,25 @@ bool needs_rotation_table(Arguments const& a) { return a.rotate && a.head_dim <=
 bool needs_amax(Arguments const& a) { return a.granularity != Granularity::kPerBlock && !a.static_descale; }
 bool is_gluon(KernelInstance const& k) { return k.family == library::KernelFamily::kGluon; }
 
+/// A dimension's stride as the Gluon apply's TMA descriptor gets it: a dimension of extent 1 is never stepped, so
+/// any stride serves there, and a zero one (which TMA refuses) becomes 16 elements.
+int64_t tma_stride(int64_t stride, int64_t extent) { return extent == 1 && stride == 0 ? 16 : stride; }
+
 /// Why the Gluon apply cannot take this call ("" when it can): it writes [b, s, h, d] only, and TMA wants every
-/// stride of x and the output positive (the validated ones are multiples of 16 elements) and below 2^40 bytes.
+/// stride of x and the output positive (the validated ones are multiples of 16 elements) and below 2^40 bytes
+/// (tma_stride's substitute where a dimension has extent 1). An empty problem launches nothing: "".
 std::string gluon_apply_refusal(Arguments const& a) {
   if (vt_layout(a)) return std::string("layout=") + to_string(a.layout) + " (it writes [b, s, h, d] only)";
-  for (auto [field, value, bytes] :
-       {std::tuple<char const*, int64_t, int>{"input.stride_b", a.input.stride_b, size_of(a.input_type)},
-        {"input.stride_s", a.input.stride_s, size_of(a.input_type)},
-        {"input.stride_h", a.input.stride_h, size_of(a.input_type)},
-        {"output.stride_b", a.output.stride_b, 1}, {"output.stride_s", a.output.stride_s, 1},
-        {"output.stride_h", a.output.stride_h, 1}}) {
-    if (value <= 0 || static_cast<__int128>(value) * bytes >= (__int128{1} << 40)) {
+  if (a.batch == 0 || a.seqlen == 0) return "";
+  int const in_bytes = size_of(a.input_type);
+  for (auto [field, value, extent, bytes] :
+       {std::tuple<char const*, int64_t, int64_t, int>{"input.stride_b", a.input.stride_b, a.batch, in_bytes},
+        {"input.stride_s", a.input.stride_s, a.seqlen, in_bytes},
+        {"input.stride_h", a.input.stride_h, a.heads, in_bytes},
+        {"output.stride_b", a.output.stride_b, a.batch, 1}, {"output.stride_s", a.output.stride_s, a.seqlen, 1},
+        {"output.stride_h", a.output.stride_h, a.heads, 1}}) {
+    int64_t const stride = tma_stride(value, extent);
+    if (stride <= 0 || static_cast<__int128>(stride) * bytes >= (__int128{1} << 40)) {
       return std::string(field) + "=" + num(value) + " (TMA takes strides in (0, 2^40) bytes)";
     }
   }
@@ -485,8 +493,10 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     if (k.num_tensor_descs != 2) return Status(StatusCode::kErrorInternal, "quantize apply (Gluon): expected 2 descriptors");
     generated::QuantizeApplyGluonParams gp;
     int64_t const shape[4] = {a.batch, a.seqlen, a.heads, a.head_dim};
-    int64_t const in_strides[4] = {a.input.stride_b, a.input.stride_s, a.input.stride_h, 1};
-    int64_t const out_strides[4] = {a.output.stride_b, a.output.stride_s, a.output.stride_h, 1};
+    int64_t const in_strides[4] = {tma_stride(a.input.stride_b, a.batch), tma_stride(a.input.stride_s, a.seqlen),
+                                   tma_stride(a.input.stride_h, a.heads), 1};
+    int64_t const out_strides[4] = {tma_stride(a.output.stride_b, a.batch), tma_stride(a.output.stride_s, a.seqlen),
+                                    tma_stride(a.output.stride_h, a.heads), 1};
     if (Status s = runtime::make_tensor_map_param(*driver, k.tensor_descs[0], a.input.ptr, shape, in_strides, &gp.x_desc);
         !s) {
       return s;

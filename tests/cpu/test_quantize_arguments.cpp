@@ -192,6 +192,11 @@ int main() {
     a.kernel_name = "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4_gluon";
     a.input.stride_b = 0;  // valid (a broadcast batch), but not a TMA stride
     expect_error(a, StatusCode::kErrorNotSupported, "input.stride_b=0", "the Gluon apply on a zero stride");
+    a.batch = 1;  // a dimension of extent 1 is never stepped: its zero stride is replaced, not refused
+    CHECK(Quantize::can_implement(a).ok(), "zero stride of a single batch: " + Quantize::can_implement(a).to_string());
+    a.batch = 0;  // an empty problem launches nothing
+    CHECK(Quantize::can_implement(a).ok(), "empty problem: " + Quantize::can_implement(a).to_string());
+    a.batch = 2;
     a.kernel_name.clear();
     CHECK(Quantize::can_implement(a).ok(), "the Triton apply takes the zero stride: " + Quantize::can_implement(a).to_string());
   }
