@@ -1,7 +1,8 @@
 """Variant sweep of the quantize kernels through the JIT (device only, no build): versions of
 kernels/quantize/quantize_triton.py and constexpr settings side by side on the recipes the accuracy modes run, each
 variant's output, descales and mean checked byte for byte against the first variant's (a variant that differs is
-still timed, its verdict beside the time says what differs and by how much).
+still timed, its verdict beside the time says what differs and by how much; one that fails to compile or launch
+reads FAILED with the error's first line and is left out of the timing, the others go on).
 
     python3 bench/sweep_quantize.py --variant lib=kernels/quantize/quantize_triton.py \
         --variant hf=kernels/quantize/quantize_triton.py:HEADS_FASTEST=1 [--csv out.csv]
@@ -252,7 +253,13 @@ def check_variants(q, variants):
     reference = run(module0, consts0, 0x7F)
     if not all(torch.equal(a, b) for a, b in zip(reference, run(module0, consts0, 0x00))):
         return ["UNWRITTEN"] * len(variants)
-    return [_verdict(reference, run(module, consts, 0x7F)) for _, module, consts in variants]
+    verdicts = []
+    for _, module, consts in variants:
+        try:
+            verdicts.append(_verdict(reference, run(module, consts, 0x7F)))
+        except Exception as e:  # noqa: BLE001  (a variant that does not compile or launch; the others go on)
+            verdicts.append(f"FAILED({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})")
+    return verdicts
 
 
 def _verdict(reference, got):
@@ -287,10 +294,16 @@ def main():
         for rname, recipe in RECIPES.items():
             q = Quantization(x, recipe)
             checks = check_variants(q, variants)
-            apply_fns = [lambda m=m, c=c: q.apply(m, c) for _, m, c in variants]
-            total_fns = [lambda m=m, c=c: q.run(m, c) for _, m, c in variants]
-            apply_ms = bvc.time_cuda_interleaved(apply_fns, args)
-            total_ms = bvc.time_cuda_interleaved(total_fns, args)
+            # Variants that FAILED are left out of the timing (their rows read 0).
+            timed = [i for i, c in enumerate(checks) if not c.startswith("FAILED")]
+            apply_ms = [float("inf")] * len(variants)
+            total_ms = [float("inf")] * len(variants)
+            for i, t in zip(timed, bvc.time_cuda_interleaved([lambda v=variants[i]: q.apply(v[1], v[2])
+                                                               for i in timed], args)):
+                apply_ms[i] = t
+            for i, t in zip(timed, bvc.time_cuda_interleaved([lambda v=variants[i]: q.run(v[1], v[2])
+                                                               for i in timed], args)):
+                total_ms[i] = t
             for (name, module, _), a_ms, t_ms, check in zip(variants, apply_ms, total_ms, checks):
                 ok = check == "same" or check.startswith("DIFFERS(")  # shown with the verdict beside it
                 shape = f"{b}x{s}x{h}x{d}"
