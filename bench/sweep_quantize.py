@@ -18,7 +18,7 @@ call by the library too and is included). GB/s counts the apply's bf16 read and 
 A variant whose path is kernels/quantize/quantize_apply_gluon.py (or a copy defining quantize_apply_gluon_kernel)
 runs that Gluon apply where it applies (the [b, s, h, d] output at head dims 64 and 128: the Q and K recipes) and
 quantize_triton.py's stages everywhere else (stats, reduce, the rotation table; V^T's apply): CTAS=n its programs an
-SM (by default as many as its shared memory lets an SM hold, at most 4: gluon_apply_resident), NUM_STAGES its ring
+SM (by default the library's: as many as its shared memory lets an SM hold, at most 4), NUM_STAGES its ring
 of input blocks (3 by default). Its rows read "gluon" or "triton" in the kernel column.
 """
 
@@ -39,10 +39,10 @@ import bench_vs_cudnn as bvc  # noqa: E402  (time_cuda_interleaved)
 from bench_quantize_instances import RECIPES, SHAPES  # noqa: E402  (the recipes and shapes of the modes)
 from common.numerics import DESCALE_BLOCK_TOKENS as BLOCK_S  # noqa: E402
 from common.numerics import E4M3_MAX, INT8_QMAX, ROTATION_TABLE_MAX_HEAD_DIM  # noqa: E402
-from quantize.quantize_apply_gluon import buffer_bytes  # noqa: E402  (the Gluon apply's shared memory)
 
 sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
-from operations.quantize import APPLY_PARAMS, REDUCE_PARAMS, STATS_PARAMS  # noqa: E402  (as the build compiles them)
+from operations.quantize import APPLY_PARAMS, GLUON_APPLY_PARAMS, REDUCE_PARAMS, STATS_PARAMS  # noqa: E402
+from operations.quantize import gluon_apply_programs_per_sm  # noqa: E402  (the library's grid of the Gluon apply)
 
 POINTERS = {p.name for p in APPLY_PARAMS + STATS_PARAMS + REDUCE_PARAMS if p.kind == "ptr"}
 
@@ -61,7 +61,7 @@ def as_compiled(kernel, params):
 
 # The Gluon apply's run-time integers, none specialized (the build never does: `rotate` and the others equal to 1
 # would otherwise compile their branches out).
-GLUON_APPLY_INTS = ["seqlen", "heads", "num_blocks", "rotate", "smooth", "per_block", "group", "num_items"]
+GLUON_APPLY_INTS = [p.name for p in GLUON_APPLY_PARAMS if p.kind == "i32"]
 LIBRARY_KERNELS = os.path.join(HERE, "..", "kernels", "quantize", "quantize_triton.py")
 
 
@@ -104,19 +104,6 @@ def accepted(kernel, consts):
     if "PERSISTENT" in out:
         out["PERSISTENT"] = bool(out["PERSISTENT"])
     return out
-
-
-# Shared memory of an sm_90 SM (228 KiB, of which the driver reserves 1 KiB per resident CTA) and what one Gluon apply
-# program takes besides its buffers: that 1 KiB, its mbarriers and its reductions' scratch (144 bytes at D=128).
-SM90_SHARED = 233472
-GLUON_APPLY_OVERHEAD = 1024 + 256
-
-
-def gluon_apply_resident(d, stages, most=4):
-    """Programs of the Gluon apply an SM holds by shared memory (quantize_apply_gluon.buffer_bytes: its ring of bf16
-    blocks, two output blocks, the rotation matrix), at most `most`: D=128 2 (3 or 4 stages), D=64 4."""
-    per_cta = buffer_bytes(d, stages, BLOCK_S) + GLUON_APPLY_OVERHEAD
-    return max(1, min(most, SM90_SHARED // per_cta))
 
 
 class Quantization:
@@ -196,7 +183,7 @@ class Quantization:
                     swizzle_byte_width=min(128, d), element_bitwidth=8, rank=4)))
         items = self.bh * self.blocks
         stages = consts.get("NUM_STAGES", 3)
-        grid = (programs_per_sm_grid(items, consts.get("CTAS", gluon_apply_resident(d, stages))),)
+        grid = (programs_per_sm_grid(items, consts.get("CTAS", gluon_apply_programs_per_sm(d, stages))),)
         c = self._common()
         module.gluon_apply[grid](*self._gluon_descs, self.descale, self.mean, self.rotation, c["seqlen"], c["heads"],
                                  self.blocks, c["rotate"], c["smooth"], int(self.r["granularity"] == "block"),

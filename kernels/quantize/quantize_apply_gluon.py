@@ -15,11 +15,10 @@ operand: 16-bit wgmma takes it), and stores the quantized block through shared m
 under the next block's work (two output buffers).
 
 Same numbers as the Triton kernel: the rotation is the same product (wgmma, K = 16 per instruction, in ascending
-order, float32 accumulation: the Triton apply's tl.dot lowers to the same HGMMA chain), then the same float32
-operations in the same order: * 1/sqrt(d), - mean, the finite amax, amax / QMAX, div_rn(1, descale), the multiply
-(or the division where the reciprocal overflows), the int8 rounding by 1.5 * 2^23 or the saturating e4m3
-conversion. Rows past seqlen are zero (TMA's fill; after smoothing, masked to zero) and never stored (TMA clips
-the store).
+order, float32 accumulation: the Triton apply's tl.dot lowers to the same HGMMA chain), times the same 1/sqrt(d),
+minus the same mean, and the descale and quantized values come from the Triton apply's own function
+(quantize_triton.quantize_block, called here on y in this kernel's layout). Rows past seqlen are zero (TMA's fill;
+after smoothing, masked to zero) and never stored (TMA clips the store).
 
 Host TMA descriptors (Triton order, innermost last):
     x_desc    X    [batch, seqlen, heads, HEAD_DIM]  bf16/fp16   block [1, BLOCK_S, 1, HEAD_DIM]
@@ -39,10 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from common.numerics import E4M3_MAX, INT8_QMAX
-
-# Adding 1.5 * 2^23 rounds a float32 of magnitude < 2^22 to the nearest integer, ties to even, in the low bits.
-_ROUND_MAGIC = gl.constexpr(12582912.0)
+from quantize.quantize_triton import inv_sqrt, quantize_block
 
 
 def buffer_bytes(head_dim, stages, block_s=64, in_bytes=2, out_bytes=1):
@@ -50,17 +46,6 @@ def buffer_bytes(head_dim, stages, block_s=64, in_bytes=2, out_bytes=1):
     (what sizes its programs an SM; the compiled kernel adds its mbarriers and reduction scratch, under 256 bytes:
     tests/cpu/test_quantize_gluon_compile.py)."""
     return stages * block_s * head_dim * in_bytes + 2 * block_s * head_dim * out_bytes + head_dim * head_dim * in_bytes
-
-
-@gluon.constexpr_function
-def _inv_sqrt(n):
-    """1 / sqrt(n), the constant quantize_triton.inv_sqrt gives the Triton kernel."""
-    return 1.0 / float(n) ** 0.5
-
-
-@gluon.constexpr_function
-def _qmax(OUT_INT8):
-    return INT8_QMAX if OUT_INT8 else E4M3_MAX
 
 
 @gluon.jit
@@ -81,16 +66,6 @@ def _load_block(x_desc, buf, bar, item, num_blocks, heads, BLOCK_S: gl.constexpr
 
 
 @gluon.jit
-def _finite_amax(y):
-    """The largest finite |y| of the block (quantize_triton._finite_amax: the plain maximum, max.f32 passing over
-    NaN, and only a block holding +-Inf takes the second pass that leaves the non-finite values out)."""
-    amax = gl.max(gl.max(gl.abs(y), axis=1), axis=0)
-    if not (amax < float("inf")):
-        amax = gl.max(gl.max(gl.where(gl.abs(y) < float("inf"), gl.abs(y), 0.0), axis=1), axis=0)
-    return amax
-
-
-@gluon.jit
 def quantize_apply_gluon_kernel(
     x_desc, out_desc, Descale, Mean, Rotation,
     seqlen, heads, num_blocks, rotate, smooth, per_block, group, num_items,
@@ -104,8 +79,7 @@ def quantize_apply_gluon_kernel(
                                                          instr_shape=[16, HEAD_DIM, 16])
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
     cols_layout: gl.constexpr = gl.SliceLayout(0, acc_layout)
-    QMAX: gl.constexpr = _qmax(OUT_INT8)
-    INV_SQRT_D: gl.constexpr = _inv_sqrt(HEAD_DIM)
+    INV_SQRT_D: gl.constexpr = inv_sqrt(HEAD_DIM)
 
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [NUM_STAGES] + x_desc.block_type.shape, x_desc.layout)
     out_bufs = gl.allocate_shared_memory(out_desc.dtype, [2] + out_desc.block_type.shape, out_desc.layout)
@@ -155,26 +129,8 @@ def quantize_apply_gluon_kernel(
         if smooth != 0:
             mean = gl.load(Mean + bh.to(gl.int64) * HEAD_DIM + offs_d)
             y = gl.where((blk * BLOCK_S + offs_s < seqlen)[:, None], y - mean[None, :], 0.0)
-        if per_block != 0:
-            amax = _finite_amax(y)
-            descale = gl.where(amax > 0.0, amax / QMAX, 1.0)
-            gl.store(Descale + item, descale)
-        else:
-            descale = gl.load(Descale + bh // group)
-        # One correctly rounded reciprocal a block and a multiply an element; a descale below 2^-128 (whose
-        # reciprocal overflows) keeps the division (quantize_triton._quantize_store).
-        inv = gl.div_rn(1.0, descale)
-        if inv < float("inf"):
-            z = y * inv
-        else:
-            z = y / descale
-        if OUT_INT8:
-            # NaN -> 0, saturate, round to nearest even by adding 1.5 * 2^23 (the low byte of the sum's bits is
-            # the int8), as the Triton apply.
-            z = gl.minimum(gl.maximum(gl.where(z == z, z, 0.0), -QMAX), QMAX)
-            q = (z + _ROUND_MAGIC).to(gl.int32, bitcast=True).to(gl.int8)
-        else:
-            q = z.to(gl.float8e4nv)  # cvt.rn.satfinite: |z| > 448 and +-Inf to +-448, NaN kept
+        # The descale and the quantized values: the Triton apply's own function, on y in this kernel's layout.
+        q = quantize_block(y, item, bh, Descale, per_block, group, OUT_INT8)
 
         # The store that last used this output buffer (two items ago) has read it; then every warp writes its part.
         out = out_bufs.index(i % 2)

@@ -288,10 +288,11 @@ def quantize_reduce_kernel(
 
 
 @triton.jit
-def _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt, stride_ob,
-                    stride_oh, stride_os, HEAD_DIM: tl.constexpr, OUT_INT8: tl.constexpr):
-    """The apply's second half for one block of y: its descale (per_block: computed and written to
-    Descale[slot]; else read), the quantized values, their store."""
+def quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8: tl.constexpr):
+    """One block of y quantized: its descale (per_block: this block's finite amax / QMAX, written to Descale[slot];
+    else read at Descale[bh // group]) and the e4m3 or int8 values. Elementwise work, reductions and scalar loads
+    and stores only, so the Gluon apply (quantize_apply_gluon.py) calls it too on y in its own layout: both applies
+    compute the same bytes with the same operations."""
     if OUT_INT8:
         qmax = _INT8_MAX
     else:
@@ -321,6 +322,14 @@ def _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, gr
         # The conversion saturates: cvt.rn.satfinite.e4m3x2.f32 takes |z| > 448 (+-Inf included) to +-448 and
         # keeps NaN (the explicit clamp and NaN test before it were four instructions an element).
         q = z.to(tl.float8e4nv)
+    return q
+
+
+@triton.jit
+def _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt, stride_ob,
+                    stride_oh, stride_os, HEAD_DIM: tl.constexpr, OUT_INT8: tl.constexpr):
+    """The apply's second half for one block of y: quantize_block, then the store."""
+    q = quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8)
     offs_d = tl.arange(0, HEAD_DIM)
     if vt != 0:
         dst = Out + bh.to(tl.int64) * HEAD_DIM * seqlen_pad

@@ -508,30 +508,27 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     }
     fill_apply(gp);
     if (Status s = add(k, apply_programs, "quantize apply", [&](runtime::ParamPack& p) { gp.pack(p); }); !s) return s;
-    plan_ = std::move(plan);
-    return Status::success();
-  }
-  if (Status s = add(*instances.apply, apply_programs, "quantize apply",
-                     [&](runtime::ParamPack& p) {
-                       generated::QuantizeApplyTritonParams ap;
-                       fill_apply(ap);
-                       ap.X = a.input.ptr;
-                       ap.Out = a.output.ptr;
-                       ap.seed = seed;
-                       // The apply kernel is compiled with seqlen_pad divisible by 16 (its V^T stores are 16
-                       // bytes wide; codegen/operations/quantize.py).
-                       static_assert(fmha::kVtSeqAlign % 16 == 0, "quantize apply assumes 16 | seqlen_pad");
-                       ap.seqlen_pad = static_cast<int32_t>(fmha::padded_seqlen(a.seqlen));
-                       ap.vt = vt_layout(a);
-                       ap.stride_xb = a.input.stride_b;
-                       ap.stride_xh = a.input.stride_h;
-                       ap.stride_xs = a.input.stride_s;
-                       ap.stride_ob = a.output.stride_b;
-                       ap.stride_oh = a.output.stride_h;
-                       ap.stride_os = a.output.stride_s;
-                       ap.pack(p);
-                     });
-      !s) {
+  } else if (Status s = add(*instances.apply, apply_programs, "quantize apply",
+                            [&](runtime::ParamPack& p) {
+                              generated::QuantizeApplyTritonParams ap;
+                              fill_apply(ap);
+                              ap.X = a.input.ptr;
+                              ap.Out = a.output.ptr;
+                              ap.seed = seed;
+                              // The apply kernel is compiled with seqlen_pad divisible by 16 (its V^T stores are
+                              // 16 bytes wide; codegen/operations/quantize.py).
+                              static_assert(fmha::kVtSeqAlign % 16 == 0, "quantize apply assumes 16 | seqlen_pad");
+                              ap.seqlen_pad = static_cast<int32_t>(fmha::padded_seqlen(a.seqlen));
+                              ap.vt = vt_layout(a);
+                              ap.stride_xb = a.input.stride_b;
+                              ap.stride_xh = a.input.stride_h;
+                              ap.stride_xs = a.input.stride_s;
+                              ap.stride_ob = a.output.stride_b;
+                              ap.stride_oh = a.output.stride_h;
+                              ap.stride_os = a.output.stride_s;
+                              ap.pack(p);
+                            });
+             !s) {
     return s;
   }
   plan_ = std::move(plan);

@@ -1,7 +1,7 @@
 """The Gluon quantize apply (kernels/quantize/quantize_apply_gluon.py) compiled for sm_90 on the CPU: the rotation
 is one HGMMA chain a block (HEAD_DIM / 16 instructions, not serialized by ptxas), nothing spills to local memory,
 the output leaves through a TMA store, and the shared memory the kernel declares is its buffers (buffer_bytes,
-which sizes its programs an SM in bench/sweep_quantize.py) plus under 256 bytes. Its numbers are checked on the GPU
+which sizes its programs an SM: codegen/operations/quantize.py gluon_apply_programs_per_sm) plus under 256 bytes. Its numbers are checked on the GPU
 against the Triton apply, byte for byte (bench/sweep_quantize.py).
 
     python3 tests/cpu/test_quantize_gluon_compile.py -v
@@ -17,25 +17,24 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "codegen"))
 sys.path.insert(0, str(ROOT / "kernels"))
 
+import params as kernel_params  # noqa: E402
 from aot_compile import sass_of, wgmma_serialized  # noqa: E402
-from operations.fmha_fwd import gluon_tensordesc  # noqa: E402
+from families import FAMILIES  # noqa: E402
+from operations import quantize as quantize_op  # noqa: E402
+from operations.quantize import QuantizeConfig  # noqa: E402
 from quantize.quantize_apply_gluon import buffer_bytes, quantize_apply_gluon_kernel  # noqa: E402
-
-INTS = ["seqlen", "heads", "num_blocks", "rotate", "smooth", "per_block", "group", "num_items"]
 
 
 def compile_apply(head_dim, int8, stages=3):
-    import triton
+    """The library's instance (codegen's signature and constants), with a ring of `stages` blocks."""
     from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
 
-    sig = {"x_desc": gluon_tensordesc("bf16", [1, 64, 1, head_dim], 128),
-           "out_desc": gluon_tensordesc("i8" if int8 else "fp8e4nv", [1, 64, 1, head_dim], min(128, head_dim)),
-           "Descale": "*fp32", "Mean": "*fp32", "Rotation": "*bf16", **{n: "i32" for n in INTS}}
-    consts = {"HEAD_DIM": head_dim, "BLOCK_S": 64, "OUT_INT8": int8, "NUM_STAGES": stages}
-    sig.update({k: "constexpr" for k in consts})
-    src = GluonASTSource(fn=quantize_apply_gluon_kernel, signature=sig, constexprs=consts, attrs={})
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 1})
+    c = QuantizeConfig("apply", "bf16", "i8" if int8 else "e4m3", 64, head_dim, 4, family="gluon")
+    params, types, constexprs, warps, num_stages = quantize_op.compile_spec(c)
+    constexprs = dict(constexprs, NUM_STAGES=stages)
+    signature, attrs = kernel_params.triton_signature(quantize_apply_gluon_kernel, params, types, constexprs)
+    return FAMILIES["gluon"].compile(quantize_apply_gluon_kernel, signature, constexprs, attrs, warps, num_stages,
+                                     GPUTarget("cuda", 90, 32))
 
 
 class GluonApply(unittest.TestCase):
