@@ -212,17 +212,16 @@ def _default_instances():
     # per-block granularity measured on SmolLM2 by emulation: INT8 Q, K with 64-token blocks and K smoothing
     # +0.17% perplexity). 8 warps at D=256 keep the [64, 256] float32 tile at 64 registers a thread.
     # The stats and reduce stages come with them (operations/quantize.py: requires).
+    # The Gluon apply (kernels/quantize/quantize_apply_gluon.py: persistent, TMA in and out) for Q and K at head dims
+    # 64 and 128, first: the library's pick where it applies; the Triton apply after it serves the rest (V^T layouts,
+    # head dim 256, strides TMA cannot take: src/quant/quantize.cpp gluon_apply_refusal).
+    rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 4, family="gluon")
+             for out in ("e4m3", "i8") for d in (64, 128)]
     rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]
     # V^T in the vkperm attention instances' key order, written by the quantization itself (no transpose).
     rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4, key_permuted=True)
              for d in HEAD_DIMS]
-    # The Gluon apply (kernels/quantize/quantize_apply_gluon.py: persistent, TMA in and out) for Q and K at head dims
-    # 64 and 128. Not measured yet (docs/perf/NOTES.md, 2026-12-05 thirteenth session): after the Triton rows, so the
-    # library picks the Triton apply and the Gluon one runs by name (tests/gpu/test_quantize.py compares its bytes with
-    # the pick's) until the sweep decides.
-    rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 4, family="gluon")
-             for out in ("e4m3", "i8") for d in (64, 128)]
     # Paged FP8 KV cache (kernels/paged/paged_decode_triton.py): pages of 16 and 64 tokens at D=64 and 128; decode
     # with 16 rows per program (GQA 4:1 with up to 4 new tokens), 32 (MQA 32:1) and 64 (speculative tokens). The
     # first instance of a row count is the heuristic's pick. Measured on the H200 (bench_decode.py --instances,
