@@ -5,9 +5,9 @@
 //   computed per tensor / head: stats(amax of y - mean) -> reduce(descale)       the descales
 //   always:                     apply (per block: computes and writes its own descale)
 //
-// The apply is the Triton kernel (one program per block) or, where it applies, the Gluon one (the "_gluon"
-// instances, kernels/quantize/quantize_apply_gluon.py: persistent, x and the output through TMA descriptors,
-// [b, s, h, d] outputs only); both write the same bytes.
+// The apply is the Triton kernel (one program per block) or, for rotated recipes where it applies, the Gluon one
+// (the "_gluon" instances, kernels/quantize/quantize_apply_gluon.py: persistent, x and the output through TMA
+// descriptors, [b, s, h, d] outputs only); both write the same bytes.
 
 #include "fp8attn/quant/device/quantize.h"
 
@@ -80,6 +80,13 @@ bool is_gluon(KernelInstance const& k) { return k.family == library::KernelFamil
 /// any stride serves there, and a zero one (which TMA refuses) becomes 16 elements.
 int64_t tma_stride(int64_t stride, int64_t extent) { return extent == 1 && stride == 0 ? 16 : stride; }
 
+/// Whether the library's own pick is the Gluon apply (where it can take the call): for rotated recipes, where its
+/// rotation matrix, loaded once per program, pays. Measured side by side (docs/perf/NOTES.md, 2026-12-05 fourteenth
+/// session; both write the same bytes), Gluon against Triton: smoothed and rotated int8 K -17% at D=128, -10% at
+/// D=64; rotated int8 Q -17% at D=128, +9% at D=64 (an int8_qk call's Q and K together: -17% / -1%); unrotated
+/// per-tensor e4m3 Q or K +9% / +17%. Forced by name it runs either way.
+bool gluon_apply_preferred(Arguments const& a) { return a.rotate; }
+
 /// Why the Gluon apply cannot take this call ("" when it can): it writes [b, s, h, d] only, and TMA wants every
 /// stride of x and the output positive (the validated ones are multiples of 16 elements) and below 2^40 bytes
 /// (tma_stride's substitute where a dimension has extent 1). An empty problem launches nothing: "".
@@ -119,7 +126,7 @@ KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string 
     if (c.in_type != a.input_type || c.head_dim != a.head_dim) continue;
     if (stage == QuantizeStage::kApply &&
         (c.out_type != a.output_type || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted) ||
-         (is_gluon(k) && !gluon_apply_refusal(a).empty()))) {
+         (is_gluon(k) && (!gluon_apply_preferred(a) || !gluon_apply_refusal(a).empty())))) {
       continue;
     }
     return &k;

@@ -178,21 +178,22 @@ int main() {
   }
   if (gluon_compiled) {
     // The Gluon apply writes [b, s, h, d] through TMA: forced onto a V^T layout or a stride TMA cannot take, it is
-    // refused with the reason; the library picks it where it applies (codegen/manifest.py lists it first) and the
-    // Triton apply elsewhere.
+    // refused with the reason. The library picks it for rotated recipes where it applies (codegen/manifest.py lists
+    // it first; src/quant/quantize.cpp gluon_apply_preferred) and the Triton apply everywhere else.
     auto a = valid(128);
     std::string pick;
-    CHECK(Quantize::select_kernel(a, &pick).ok() && pick == "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4_gluon",
-          "the default pick: " + pick);
+    std::string const triton = "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4";
+    CHECK(Quantize::select_kernel(a, &pick).ok() && pick == triton, "the pick unrotated: " + pick);
     {
       auto b = valid(128);
+      b.rotate = true;
+      CHECK(Quantize::select_kernel(b, &pick).ok() && pick == triton + "_gluon", "the pick rotated: " + pick);
       b.input.stride_b = 0;  // a stride TMA cannot take: the Triton apply
-      CHECK(Quantize::select_kernel(b, &pick).ok() && pick == "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4",
-            "the pick on a zero stride: " + pick);
+      CHECK(Quantize::select_kernel(b, &pick).ok() && pick == triton, "the pick on a zero stride: " + pick);
       b = valid(128);
+      b.rotate = true;
       b.layout = OutputLayout::kVt;  // V^T: the Triton apply
-      CHECK(Quantize::select_kernel(b, &pick).ok() && pick == "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4",
-            "the pick on V^T: " + pick);
+      CHECK(Quantize::select_kernel(b, &pick).ok() && pick == triton, "the pick on V^T: " + pick);
     }
     a.kernel_name = "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4_gluon";
     CHECK(Quantize::can_implement(a).ok(), Quantize::can_implement(a).to_string());
