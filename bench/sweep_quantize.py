@@ -19,7 +19,7 @@ A variant whose path is kernels/quantize/quantize_apply_gluon.py (or a copy defi
 runs that Gluon apply where it applies (the [b, s, h, d] output at head dims 64 and 128: the Q and K recipes) and
 quantize_triton.py's stages everywhere else (stats, reduce, the rotation table; V^T's apply): CTAS=n its programs an
 SM (by default the library's: as many as its shared memory lets an SM hold, at most 4), NUM_STAGES its ring
-of input blocks (3 by default). Its rows read "gluon" or "triton" in the kernel column.
+of input blocks (3 by default), OUT_BUFFERS its output blocks in shared memory (2 by default). Its rows read "gluon" or "triton" in the kernel column.
 """
 
 import argparse
@@ -182,13 +182,13 @@ class Quantization:
                 TensorDescriptor.from_tensor(self.out, [1, BLOCK_S, 1, d], gl.NVMMASharedLayout(
                     swizzle_byte_width=min(128, d), element_bitwidth=8, rank=4)))
         items = self.bh * self.blocks
-        stages = consts.get("NUM_STAGES", 3)
-        grid = (programs_per_sm_grid(items, consts.get("CTAS", gluon_apply_programs_per_sm(d, stages))),)
+        stages, out_buffers = consts.get("NUM_STAGES", 3), consts.get("OUT_BUFFERS", 2)
+        grid = (programs_per_sm_grid(items, consts.get("CTAS", gluon_apply_programs_per_sm(d, stages, out_buffers))),)
         c = self._common()
         module.gluon_apply[grid](*self._gluon_descs, self.descale, self.mean, self.rotation, c["seqlen"], c["heads"],
                                  self.blocks, c["rotate"], c["smooth"], int(self.r["granularity"] == "block"),
                                  self.group, items, HEAD_DIM=d, BLOCK_S=BLOCK_S, OUT_INT8=self.int8,
-                                 **{k: v for k, v in consts.items() if k == "NUM_STAGES"}, num_warps=4)
+                                 **{k: v for k, v in consts.items() if k in ("NUM_STAGES", "OUT_BUFFERS")}, num_warps=4)
 
     def apply(self, module, consts):
         if self.gluon_covers(module):

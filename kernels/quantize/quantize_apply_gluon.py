@@ -12,7 +12,7 @@ e4m3 ones read ~2.9 (docs/perf/NOTES.md, 2026-12-04). Here a program walks block
 NUM_STAGES of them in flight through TMA (an mbarrier per slot), keeps the rotation matrix in shared memory for its
 whole life (one load), rotates with one wgmma chain per block (x from shared memory, the matrix as the N-major B
 operand: 16-bit wgmma takes it), and stores the quantized block through shared memory and a TMA store that runs
-under the next block's work (two output buffers).
+under the next block's work (two output buffers by default).
 
 Same numbers as the Triton kernel: the rotation is the same product (wgmma, K = 16 per instruction, in ascending
 order, float32 accumulation: the Triton apply's tl.dot lowers to the same HGMMA chain), times the same 1/sqrt(d),
@@ -41,11 +41,12 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from quantize.quantize_triton import inv_sqrt, quantize_block
 
 
-def buffer_bytes(head_dim, stages, block_s=64, in_bytes=2, out_bytes=1):
-    """Shared memory of the kernel's buffers: the ring of input blocks, two output blocks and the rotation matrix
+def buffer_bytes(head_dim, stages, block_s=64, in_bytes=2, out_bytes=1, out_buffers=2):
+    """Shared memory of the kernel's buffers: the ring of input blocks, the output blocks and the rotation matrix
     (what sizes its programs an SM; the compiled kernel adds its mbarriers and reduction scratch, under 256 bytes:
     tests/cpu/test_quantize_gluon_compile.py)."""
-    return stages * block_s * head_dim * in_bytes + 2 * block_s * head_dim * out_bytes + head_dim * head_dim * in_bytes
+    return ((stages * in_bytes + out_buffers * out_bytes) * block_s * head_dim
+            + head_dim * head_dim * in_bytes)
 
 
 @gluon.jit
@@ -70,6 +71,7 @@ def quantize_apply_gluon_kernel(
     x_desc, out_desc, Descale, Mean, Rotation,
     seqlen, heads, num_blocks, rotate, smooth, per_block, group, num_items,
     HEAD_DIM: gl.constexpr, BLOCK_S: gl.constexpr, OUT_INT8: gl.constexpr, NUM_STAGES: gl.constexpr = 3,
+    OUT_BUFFERS: gl.constexpr = 2,
 ):
     gl.static_assert(BLOCK_S == 64, "one wgmma M extent (64 rows over the 4 warps) per block")
     gl.static_assert(HEAD_DIM == 64 or HEAD_DIM == 128, "head_dim 64 or 128 (256 rotates by factors: Triton apply)")
@@ -82,7 +84,9 @@ def quantize_apply_gluon_kernel(
     INV_SQRT_D: gl.constexpr = inv_sqrt(HEAD_DIM)
 
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [NUM_STAGES] + x_desc.block_type.shape, x_desc.layout)
-    out_bufs = gl.allocate_shared_memory(out_desc.dtype, [2] + out_desc.block_type.shape, out_desc.layout)
+    # OUT_BUFFERS = 1 (a sweep's switch): a store must have read its buffer before the next block's values go in,
+    # and the shared memory saved lets one more program reside on an SM (D=128 with a ring of 2: 3 instead of 2).
+    out_bufs = gl.allocate_shared_memory(out_desc.dtype, [OUT_BUFFERS] + out_desc.block_type.shape, out_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(i), count=1)
@@ -132,9 +136,10 @@ def quantize_apply_gluon_kernel(
         # The descale and the quantized values: the Triton apply's own function, on y in this kernel's layout.
         q = quantize_block(y, item, bh, Descale, per_block, group, OUT_INT8)
 
-        # The store that last used this output buffer (two items ago) has read it; then every warp writes its part.
-        out = out_bufs.index(i % 2)
-        tma.store_wait(pendings=1)
+        # The store that last used this output buffer (OUT_BUFFERS items ago) has read it; then every warp writes
+        # its part.
+        out = out_bufs.index(i % OUT_BUFFERS)
+        tma.store_wait(pendings=OUT_BUFFERS - 1)
         gl.thread_barrier()
         out.reshape([BLOCK_S, HEAD_DIM]).store(q)
         fence_async_shared()

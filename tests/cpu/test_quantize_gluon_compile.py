@@ -25,13 +25,14 @@ from operations.quantize import QuantizeConfig  # noqa: E402
 from quantize.quantize_apply_gluon import buffer_bytes, quantize_apply_gluon_kernel  # noqa: E402
 
 
-def compile_apply(head_dim, int8, stages=3):
-    """The library's instance (codegen's signature and constants), with a ring of `stages` blocks."""
+def compile_apply(head_dim, int8, stages=3, out_buffers=2):
+    """The library's instance (codegen's signature and constants), with a ring of `stages` blocks and
+    `out_buffers` output blocks (the sweep's switches)."""
     from triton.backends.compiler import GPUTarget
 
     c = QuantizeConfig("apply", "bf16", "i8" if int8 else "e4m3", 64, head_dim, 4, family="gluon")
     params, types, constexprs, warps, num_stages = quantize_op.compile_spec(c)
-    constexprs = dict(constexprs, NUM_STAGES=stages)
+    constexprs = dict(constexprs, NUM_STAGES=stages, OUT_BUFFERS=out_buffers)
     signature, attrs = kernel_params.triton_signature(quantize_apply_gluon_kernel, params, types, constexprs)
     return FAMILIES["gluon"].compile(quantize_apply_gluon_kernel, signature, constexprs, attrs, warps, num_stages,
                                      GPUTarget("cuda", 90, 32))
@@ -39,9 +40,10 @@ def compile_apply(head_dim, int8, stages=3):
 
 class GluonApply(unittest.TestCase):
     def test_sass_and_shared_memory(self):
-        for head_dim, int8, stages in ((128, True, 3), (128, False, 4), (64, True, 3), (64, False, 3)):
-            with self.subTest(head_dim=head_dim, int8=int8, stages=stages):
-                compiled = compile_apply(head_dim, int8, stages)
+        for head_dim, int8, stages, outs in ((128, True, 3, 2), (128, False, 4, 2), (64, True, 3, 2),
+                                             (64, False, 3, 2), (128, True, 2, 1)):
+            with self.subTest(head_dim=head_dim, int8=int8, stages=stages, out_buffers=outs):
+                compiled = compile_apply(head_dim, int8, stages, outs)
                 with tempfile.TemporaryDirectory() as tmp:
                     cubin = Path(tmp) / "k.cubin"
                     cubin.write_bytes(compiled.asm["cubin"])
@@ -50,9 +52,9 @@ class GluonApply(unittest.TestCase):
                 self.assertEqual(wgmma_serialized(sass, compiled.asm["ptx"]), "")
                 self.assertNotRegex(sass, r"\b(LDL|STL)\b")  # no local memory
                 self.assertRegex(sass, r"\bUTMASTG\b")
-                extra = compiled.metadata.shared - buffer_bytes(head_dim, stages)
-                self.assertTrue(0 <= extra < 256, f"shared {compiled.metadata.shared}, buffers "
-                                                  f"{buffer_bytes(head_dim, stages)}")
+                buffers = buffer_bytes(head_dim, stages, out_buffers=outs)
+                extra = compiled.metadata.shared - buffers
+                self.assertTrue(0 <= extra < 256, f"shared {compiled.metadata.shared}, buffers {buffers}")
 
     def test_the_shared_memory_check_can_fail(self):
         """buffer_bytes is what the check compares against: a ring one block deeper than compiled is caught."""
