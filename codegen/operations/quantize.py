@@ -142,14 +142,16 @@ def kernel_of(c: QuantizeConfig):
 SM90_REGISTERS = 65536
 
 
-# The Gluon apply's ring of input blocks, and the shared memory an sm_90 SM offers its CTAs (228 KiB, 1 KiB of it
-# reserved per resident CTA; the kernel's mbarriers and reduction scratch take under 256 bytes more).
+# The Gluon apply's ring of input blocks and its output blocks, and the shared memory an sm_90 SM offers its CTAs
+# (228 KiB, 1 KiB of it reserved per resident CTA; the kernel's mbarriers and reduction scratch take under 256 bytes
+# more).
 GLUON_APPLY_STAGES = 3
+GLUON_APPLY_OUT_BUFFERS = 2
 SM90_SHARED_PER_SM = 233472
 GLUON_APPLY_CTA_OVERHEAD = 1024 + 256
 
 
-def gluon_apply_programs_per_sm(head_dim, stages=GLUON_APPLY_STAGES, out_buffers=2, most=4):
+def gluon_apply_programs_per_sm(head_dim, stages=GLUON_APPLY_STAGES, out_buffers=GLUON_APPLY_OUT_BUFFERS, most=4):
     """Programs of the Gluon apply an SM holds by shared memory (D=128: 2, D=64: 4); its persistent grid."""
     per_cta = (gluon_apply_buffer_bytes(head_dim, stages, DESCALE_BLOCK, out_buffers=out_buffers)
                + GLUON_APPLY_CTA_OVERHEAD)
@@ -194,7 +196,7 @@ def compile_spec(c: QuantizeConfig):
                                               min(128, c.head_dim)),
                  "Descale": "*fp32", "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
-                      "NUM_STAGES": GLUON_APPLY_STAGES}
+                      "NUM_STAGES": GLUON_APPLY_STAGES, "OUT_BUFFERS": GLUON_APPLY_OUT_BUFFERS}
         return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; no Triton pipelining
     elif c.stage == "stats":
         types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype],
