@@ -56,8 +56,8 @@ from common.numerics import DESCALE_BLOCK_TOKENS as DESCALE_BLOCK  # noqa: E402 
 from aot_compile import sass_of, wgmma_serialized  # noqa: E402  (the build's check, on each variant's cubin)
 from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
 from manifest import gluon_stages as stages_of  # noqa: E402  (and its ring depth, unless a variant sets one)
-from operations.fmha_fwd import (gluon_half_last, gluon_pv_pipelined, gluon_q_in_regs,  # noqa: E402
-                                 gluon_tile_info_handoff)
+from operations.fmha_fwd import (gluon_half_last, gluon_int8_inf_selects, gluon_pv_pipelined,  # noqa: E402
+                                 gluon_q_in_regs, gluon_tile_info_handoff)
 
 E4M3 = torch.float8_e4m3fn
 BLOCK_M, WG_M = 128, 64
@@ -213,6 +213,8 @@ class Problem:
         if "HALF_LAST" in kernel.arg_names and "HALF_LAST" not in constexprs:
             constexprs["HALF_LAST"] = int(gluon_half_last(p["head_dim"], block_m, block_n, self.causal, False,
                                                           e4m3_kperm))
+        if "INT8_INF_SELECTS" in kernel.arg_names and "INT8_INF_SELECTS" not in constexprs:
+            constexprs["INT8_INF_SELECTS"] = int(gluon_int8_inf_selects(p["head_dim"], block_m, self.int8))
         if self.bf16:  # V read as given
             descs[2] = natural
             constexprs.update(V_NATURAL=True, KEY_PERMUTED=0)  # a bool: the kernel combines it with `or`

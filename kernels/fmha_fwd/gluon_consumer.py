@@ -91,7 +91,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr,
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
               TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False, HALF_LAST: gl.constexpr = False,
-              HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False):
+              HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
+              INT8_INF_SELECTS: gl.constexpr = True):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -254,7 +255,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                           sk, kd_base, k_descale_stride_blk, CAUSAL,
                                                           PV_N, BLOCK_N,
                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
-                                                          V_NATURAL, SPLIT_S, LAZY_RESCALE)
+                                                          V_NATURAL, SPLIT_S, LAZY_RESCALE, INT8_INF_SELECTS)
                 if LAZY_RESCALE:
                     acc = _rescale_by_warp(acc, rescale)
                 mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
@@ -297,7 +298,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                       qk_scale, lo_off, hi_off, sk, kd_base,
                                                       k_descale_stride_blk, CAUSAL,
                                                       PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
-                                                      BLOCK_DESCALE, V_NATURAL, SPLIT_S, LAZY_RESCALE)
+                                                      BLOCK_DESCALE, V_NATURAL, SPLIT_S, LAZY_RESCALE,
+                                                      INT8_INF_SELECTS)
             if LAZY_RESCALE:
                 acc = _rescale_by_warp(acc, rescale)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)

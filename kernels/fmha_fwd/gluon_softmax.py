@@ -62,7 +62,8 @@ def _tile_row_sum(ls, row_layout: gl.constexpr):
 def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
                   kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                   KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
-                  BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, LAZY_RESCALE: gl.constexpr = False):
+                  BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, LAZY_RESCALE: gl.constexpr = False,
+                  INT8_INF_SELECTS: gl.constexpr = True):
     """Online softmax of one KV tile's scores (see fmha_fwd_triton._attn_tile): returns P in e4m3, in the
     A-operand layout of the P.V wgmma, the new row sum, maximum and frame, and the factor that moves the
     accumulator from the old frame to the new one. PV_N: the N extent of the P.V products (HEAD_DIM, or a
@@ -75,7 +76,8 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     masked = (start_n < lo_masked_end) | (start_n >= full_end)
     if QK_INT8 and BLOCK_DESCALE:
         return _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
-                                  kd_base, k_descale_stride_blk, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC)
+                                  kd_base, k_descale_stride_blk, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC,
+                                  INT8_INF_SELECTS)
     if QK_INT8:  # per-tensor descales (already in qk_scale)
         qk = int8_scores(qk, None, False)
     elif BLOCK_DESCALE:  # each key column's block descale (common/int8_scores.py)
@@ -169,7 +171,7 @@ def _p8(p, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr
 @gluon.jit
 def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
                        k_descale_stride_blk, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-                       SUM_ON_TC: gl.constexpr):
+                       SUM_ON_TC: gl.constexpr, INF_SELECTS: gl.constexpr = True):
     """_softmax_tile for INT8 Q.K^T with per-block k descales: the int32 scores as x = 1.5 * 2^23 + score (an
     integer add, exact: common/int8_scores.py), and each 64-key half of the tile (one k descale block) scaled
     inside the exponential's FFMA: exp2(x * s_h - (1.5 * 2^23 * s_h + frame)) with s_h = qk_scale * kd_h, so a
@@ -180,7 +182,10 @@ def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_
     largest exponent argument off P_EXPONENT_BIAS by at most ~s_h: P stays below 448 (e4m3's largest) while
     s_h < 0.5 (a float32 emulation: P <= 259 at s_h = 0.01, 394 at 0.46), i.e. below q and k amax of ~250 each at
     D=128; real scales are far smaller. A scale of 0 (a zero K block's descale) is raised to the smallest
-    normal float, so a masked score (-inf) times it stays -inf, not NaN."""
+    normal float, so a masked score (-inf) times it stays -inf, not NaN. The same clamp makes a half with no
+    visible key (x = -inf) come out -inf from (x - OFFSET) * s; INF_SELECTS (the codegen's policy,
+    gluon_int8_inf_selects) also selects -inf there explicitly: the same bits either way (checked on the GPU),
+    and which of the two ptxas schedules faster differs per instance."""
     gl.static_assert(BLOCK_N <= 2 * DESCALE_BLOCK, "a key tile spans at most two descale blocks")
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 32])
@@ -195,8 +200,12 @@ def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_
     x0 = gl.max(gl.where(first, x, float("-inf")), 1)
     x1 = gl.max(gl.where(first, float("-inf"), x), 1)
     # A half with no visible key (x = -inf) stays -inf, whatever its scale (a zero descale would make NaN).
-    m0 = gl.where(x0 == float("-inf"), x0, (x0 - INT_TO_FLOAT_OFFSET) * s0)
-    m1 = gl.where(x1 == float("-inf"), x1, (x1 - INT_TO_FLOAT_OFFSET) * s1)
+    if INF_SELECTS:
+        m0 = gl.where(x0 == float("-inf"), x0, (x0 - INT_TO_FLOAT_OFFSET) * s0)
+        m1 = gl.where(x1 == float("-inf"), x1, (x1 - INT_TO_FLOAT_OFFSET) * s1)
+    else:
+        m0 = (x0 - INT_TO_FLOAT_OFFSET) * s0
+        m1 = (x1 - INT_TO_FLOAT_OFFSET) * s1
     m_tile = gl.maximum(m0, m1)  # -inf for a row with no visible key in this tile
     m_new = gl.maximum(m_i, m_tile)
     ref = gl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
@@ -210,7 +219,8 @@ def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_
 
 @gluon.jit
 def _softmax_tile_int8_split(qa, qb, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
-                             kd_base, k_descale_stride_blk, PV_N: gl.constexpr, KEY_PERMUTED: gl.constexpr):
+                             kd_base, k_descale_stride_blk, PV_N: gl.constexpr, KEY_PERMUTED: gl.constexpr,
+                             INF_SELECTS: gl.constexpr = True):
     """_softmax_tile_int8 for a 256-key tile whose scores come as two [64, 128] int32 products (SPLIT_S: Triton 3.6
     does not lower the m64n256k32 integer wgmma): four 64-key descale blocks, one row maximum, frame and rescale for
     the 256 keys (what the 256-key tile saves per key: the fold, the barriers, the row statistics), P as two
@@ -235,11 +245,17 @@ def _softmax_tile_int8_split(qa, qb, l_i, m_i, f_i, start_n, masked, offs_m, qk_
     x1 = gl.max(gl.where(first, float("-inf"), xa), 1)
     x2 = gl.max(gl.where(first, xb, float("-inf")), 1)
     x3 = gl.max(gl.where(first, float("-inf"), xb), 1)
-    # A block with no visible key (x = -inf) stays -inf, whatever its scale (a zero descale would make NaN).
-    m0 = gl.where(x0 == float("-inf"), x0, (x0 - INT_TO_FLOAT_OFFSET) * s0)
-    m1 = gl.where(x1 == float("-inf"), x1, (x1 - INT_TO_FLOAT_OFFSET) * s1)
-    m2 = gl.where(x2 == float("-inf"), x2, (x2 - INT_TO_FLOAT_OFFSET) * s2)
-    m3 = gl.where(x3 == float("-inf"), x3, (x3 - INT_TO_FLOAT_OFFSET) * s3)
+    # A block with no visible key (x = -inf) stays -inf, whatever its scale (INF_SELECTS: _softmax_tile_int8).
+    if INF_SELECTS:
+        m0 = gl.where(x0 == float("-inf"), x0, (x0 - INT_TO_FLOAT_OFFSET) * s0)
+        m1 = gl.where(x1 == float("-inf"), x1, (x1 - INT_TO_FLOAT_OFFSET) * s1)
+        m2 = gl.where(x2 == float("-inf"), x2, (x2 - INT_TO_FLOAT_OFFSET) * s2)
+        m3 = gl.where(x3 == float("-inf"), x3, (x3 - INT_TO_FLOAT_OFFSET) * s3)
+    else:
+        m0 = (x0 - INT_TO_FLOAT_OFFSET) * s0
+        m1 = (x1 - INT_TO_FLOAT_OFFSET) * s1
+        m2 = (x2 - INT_TO_FLOAT_OFFSET) * s2
+        m3 = (x3 - INT_TO_FLOAT_OFFSET) * s3
     m_tile = gl.maximum(gl.maximum(m0, m1), gl.maximum(m2, m3))  # -inf for a row with no visible key
     m_new = gl.maximum(m_i, m_tile)
     ref = gl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
@@ -263,14 +279,14 @@ def _softmax_any(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk
                  kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                  KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
                  BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, SPLIT_S: gl.constexpr,
-                 LAZY_RESCALE: gl.constexpr = False):
+                 LAZY_RESCALE: gl.constexpr = False, INT8_INF_SELECTS: gl.constexpr = True):
     """_softmax_tile, or _softmax_tile_int8_split for S in two halves (SPLIT_S)."""
     if SPLIT_S:
         masked = (start_n < lo_masked_end) | (start_n >= full_end)
         r = _softmax_tile_int8_split(qk[0], qk[1], l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off,
-                                     seqlen_k, kd_base, k_descale_stride_blk, PV_N, KEY_PERMUTED)
+                                     seqlen_k, kd_base, k_descale_stride_blk, PV_N, KEY_PERMUTED, INT8_INF_SELECTS)
     else:
         r = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off,
                           seqlen_k, kd_base, k_descale_stride_blk, CAUSAL, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC,
-                          QK_INT8, BLOCK_DESCALE, V_NATURAL, LAZY_RESCALE)
+                          QK_INT8, BLOCK_DESCALE, V_NATURAL, LAZY_RESCALE, INT8_INF_SELECTS)
     return r
