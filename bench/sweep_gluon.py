@@ -214,7 +214,8 @@ class Problem:
             constexprs["HALF_LAST"] = int(gluon_half_last(p["head_dim"], block_m, block_n, self.causal, False,
                                                           e4m3_kperm))
         if "INT8_INF_SELECTS" in kernel.arg_names and "INT8_INF_SELECTS" not in constexprs:
-            constexprs["INT8_INF_SELECTS"] = int(gluon_int8_inf_selects(p["head_dim"], block_m, self.int8))
+            constexprs["INT8_INF_SELECTS"] = int(gluon_int8_inf_selects(
+                p["head_dim"], block_m, block_n, self.causal, self.int8, bool(constexprs.get("SUM_ON_TC"))))
         if self.bf16:  # V read as given
             descs[2] = natural
             constexprs.update(V_NATURAL=True, KEY_PERMUTED=0)  # a bool: the kernel combines it with `or`

@@ -213,9 +213,9 @@ def _default_instances():
     # +0.17% perplexity). 8 warps at D=256 keep the [64, 256] float32 tile at 64 registers a thread.
     # The stats and reduce stages come with them (operations/quantize.py: requires).
     # The Gluon apply (kernels/quantize/quantize_apply_gluon.py: persistent, TMA in and out) for Q and K at head dims
-    # 64 and 128, first: the library's pick for rotated recipes where it applies (measured faster there, slower
-    # unrotated: src/quant/quantize.cpp gluon_apply_preferred); the Triton apply after it serves the rest (unrotated
-    # recipes, V^T layouts, head dim 256, strides TMA cannot take: gluon_apply_refusal).
+    # 64 and 128, first: the library's pick for the rotated recipes it was measured faster on (src/quant/quantize.cpp
+    # gluon_apply_preferred); the Triton apply after it serves the rest (unrotated recipes, an unsmoothed rotated one
+    # at D=64, V^T layouts, head dim 256, strides TMA cannot take: gluon_apply_refusal).
     rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 4, family="gluon")
              for out in ("e4m3", "i8") for d in (64, 128)]
     rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)

@@ -231,14 +231,16 @@ def gluon_pv_pipelined(head_dim, causal):
     return head_dim == 256
 
 
-def gluon_int8_inf_selects(head_dim, block_m, int8):
+def gluon_int8_inf_selects(head_dim, block_m, block_n, causal, int8, lsum=False):
     """Whether the INT8 softmax also selects -inf for a 64-key half with no visible key (INT8_INF_SELECTS), which the
     scale's FLT_MIN clamp already gives (the same output bits; gluon_softmax._softmax_tile_int8). Without the
-    selects ptxas issues 16 fewer instructions a tile per warpgroup. H100, 2026-12-05 (int8_qk through
-    attention_fused at D=64, one build with each, alternated twice, outputs identical by sha256): the 192-row
-    instance (S=2048 and 8192 full) -3.1% / -4.5% end to end; the 128-row causal instance +1.2% / +0.5%, so it keeps
-    them, as does every instance not measured."""
-    return not (int8 and head_dim == 64 and block_m == 3 * GLUON_WG_M)
+    selects the steady-state loop issues 8 fewer instructions a tile (4 FSETP, 4 FSEL: 751 -> 743 per warpgroup).
+    H100, 2026-12-05 (int8_qk through attention_fused at D=64, one build with each, alternated twice, outputs
+    identical by sha256; no tuning row matches an H100, so the 128-row instances ran): the 128-row full instance
+    -3.1% / -4.5% end to end at S=2048 / 8192, the 128-row causal one +1.2% / +0.5%. Dropped in the first only;
+    every instance not measured (192-row blocks, 256-key tiles, lsum, D=128) keeps them."""
+    return not (int8 and head_dim == 64 and block_m == 2 * GLUON_WG_M and block_n == 128 and not causal
+                and not lsum)
 
 
 def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
@@ -409,7 +411,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                   # LAZY_RESCALE (BF16: a row's frame kept until its maximum grows by 2^16, the accumulator's rescale
                   # skipped per warp): a sweep switch (bench/sweep_gluon.py), no gain (docs/perf/NOTES.md, 2026-12-05).
                   "LAZY_RESCALE": False,
-                  "INT8_INF_SELECTS": gluon_int8_inf_selects(c.head_dim, c.block_m, c.is_int8_qk)}
+                  "INT8_INF_SELECTS": gluon_int8_inf_selects(c.head_dim, c.block_m, c.block_n, c.causal,
+                                                             c.is_int8_qk, c.row_sum_mma)}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -5,8 +5,8 @@
 //   computed per tensor / head: stats(amax of y - mean) -> reduce(descale)       the descales
 //   always:                     apply (per block: computes and writes its own descale)
 //
-// The apply is the Triton kernel (one program per block) or, for rotated recipes where it applies, the Gluon one
-// (the "_gluon" instances, kernels/quantize/quantize_apply_gluon.py: persistent, x and the output through TMA
+// The apply is the Triton kernel (one program per block) or, for rotated recipes where it applies (not unsmoothed
+// ones at D=64: gluon_apply_preferred), the Gluon one (the "_gluon" instances, kernels/quantize/quantize_apply_gluon.py: persistent, x and the output through TMA
 // descriptors, [b, s, h, d] outputs only); both write the same bytes.
 
 #include "fp8attn/quant/device/quantize.h"
@@ -81,11 +81,12 @@ bool is_gluon(KernelInstance const& k) { return k.family == library::KernelFamil
 int64_t tma_stride(int64_t stride, int64_t extent) { return extent == 1 && stride == 0 ? 16 : stride; }
 
 /// Whether the library's own pick is the Gluon apply (where it can take the call): for rotated recipes, where its
-/// rotation matrix, loaded once per program, pays. Measured side by side (docs/perf/NOTES.md, 2026-12-05 fourteenth
-/// session; both write the same bytes), Gluon against Triton: smoothed and rotated int8 K -17% at D=128, -10% at
-/// D=64; rotated int8 Q -17% at D=128, +9% at D=64 (an int8_qk call's Q and K together: -17% / -1%); unrotated
-/// per-tensor e4m3 Q or K +9% / +17%. Forced by name it runs either way.
-bool gluon_apply_preferred(Arguments const& a) { return a.rotate; }
+/// rotation matrix, loaded once per program, pays, except an unsmoothed one at D=64. Measured side by side
+/// (docs/perf/NOTES.md, 2026-12-05 fourteenth session, two runs; both write the same bytes), Gluon against Triton:
+/// smoothed and rotated int8 K -17% at D=128, -10% at D=64; rotated int8 Q -17% at D=128, +9% at D=64; unrotated
+/// per-tensor e4m3 Q or K +9% / +17%. A preference, not a limit: where no Triton apply is compiled for the recipe,
+/// the Gluon one serves; forced by name either runs.
+bool gluon_apply_preferred(Arguments const& a) { return a.rotate && (a.smooth || a.head_dim == 128); }
 
 /// Why the Gluon apply cannot take this call ("" when it can): it writes [b, s, h, d] only, and TMA wants every
 /// stride of x and the output positive (the validated ones are multiples of 16 elements) and below 2^40 bytes
@@ -108,7 +109,10 @@ std::string gluon_apply_refusal(Arguments const& a) {
   return "";
 }
 
-KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string const& name = {}) {
+/// The instance of a stage for these arguments: by name, or the first in manifest order that takes them (for the
+/// apply with preferred_only, a Gluon apply only where gluon_apply_preferred says so).
+KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string const& name = {},
+                           bool preferred_only = false) {
   for (size_t i = 0; i < fp8attn::detail::kNumKernelInstances; ++i) {
     KernelInstance const& k = *fp8attn::detail::kKernelInstances[i];
     if (k.kind != library::OperationKind::kQuantize) continue;
@@ -126,7 +130,7 @@ KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string 
     if (c.in_type != a.input_type || c.head_dim != a.head_dim) continue;
     if (stage == QuantizeStage::kApply &&
         (c.out_type != a.output_type || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted) ||
-         (is_gluon(k) && (!gluon_apply_preferred(a) || !gluon_apply_refusal(a).empty())))) {
+         (is_gluon(k) && ((preferred_only && !gluon_apply_preferred(a)) || !gluon_apply_refusal(a).empty())))) {
       continue;
     }
     return &k;
@@ -166,7 +170,9 @@ Status select(Arguments const& a, Instances* out) {
       }
     }
   } else {
-    out->apply = find(QuantizeStage::kApply, a);
+    // The preferred apply first; any that takes the call where the preferred one is not compiled (a filtered build).
+    out->apply = find(QuantizeStage::kApply, a, {}, /*preferred_only=*/true);
+    if (!out->apply) out->apply = find(QuantizeStage::kApply, a);
     if (!out->apply) {
       return Status(StatusCode::kErrorNotSupported, "no compiled quantize instance for " + what + " in this build");
     }

@@ -368,12 +368,12 @@ class Manifest(unittest.TestCase):
 
     def test_int8_inf_selects_dropped_only_where_measured(self):
         """INT8_INF_SELECTS (gluon_int8_inf_selects): the INT8 softmax drops its redundant -inf selects only in
-        the instance measured faster without them (D=64, 192-row blocks); every other Gluon attention instance of
-        the full manifest keeps today's code."""
+        the instance measured faster without them (D=64, 128-row blocks, full attention); every other Gluon
+        attention instance of the full manifest keeps them."""
         from operations.fmha_fwd import compile_spec
         gluon = [c for c in manifest.instances("", True) if isinstance(c, FmhaConfig) and c.family == "gluon"]
         dropped = [name_of(c) for c in gluon if not compile_spec(c)[2]["INT8_INF_SELECTS"]]
-        self.assertEqual(dropped, ["fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_192x128x64_w4_s2_strided_full_vkperm_bdesc_gluon"])
+        self.assertEqual(dropped, ["fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_128x128x64_w4_s2_strided_full_vkperm_bdesc_gluon"])
 
     def test_gluon_vnat_transposes_in_the_producer(self):
         """The vnat Gluon instances read V itself (a [1, BLOCK_N, 1, HEAD_DIM] box), need no transpose instance,

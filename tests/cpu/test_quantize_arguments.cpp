@@ -178,8 +178,9 @@ int main() {
   }
   if (gluon_compiled) {
     // The Gluon apply writes [b, s, h, d] through TMA: forced onto a V^T layout or a stride TMA cannot take, it is
-    // refused with the reason. The library picks it for rotated recipes where it applies (codegen/manifest.py lists
-    // it first; src/quant/quantize.cpp gluon_apply_preferred) and the Triton apply everywhere else.
+    // refused with the reason. The library picks it for rotated recipes (unsmoothed ones at D=128 only) where it
+    // applies (codegen/manifest.py lists it first; src/quant/quantize.cpp gluon_apply_preferred) and the Triton
+    // apply everywhere else.
     auto a = valid(128);
     std::string pick;
     std::string const triton = "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4";
@@ -194,6 +195,19 @@ int main() {
       b.rotate = true;
       b.layout = OutputLayout::kVt;  // V^T: the Triton apply
       CHECK(Quantize::select_kernel(b, &pick).ok() && pick == triton, "the pick on V^T: " + pick);
+      b = valid(128);
+      b.rotate = true;
+      b.kernel_name = triton;  // a name overrides the preference
+      CHECK(Quantize::select_kernel(b, &pick).ok() && pick == triton, "the Triton apply by name: " + pick);
+      CHECK(Quantize::can_implement(b).ok(), "the Triton apply by name: " + Quantize::can_implement(b).to_string());
+      // At D=64 the Gluon apply is preferred for smoothed rotated recipes only (a rotated Q measured slower there).
+      std::string const triton64 = "fp8attn_sm90_quantize_apply_bf16_e4m3_64x64_w4";
+      b = valid(64);
+      b.rotate = true;
+      CHECK(Quantize::select_kernel(b, &pick).ok() && pick == triton64, "the pick rotated at D=64: " + pick);
+      b.smooth = true;
+      CHECK(Quantize::select_kernel(b, &pick).ok() && pick == triton64 + "_gluon",
+            "the pick smoothed and rotated at D=64: " + pick);
     }
     a.kernel_name = "fp8attn_sm90_quantize_apply_bf16_e4m3_64x128_w4_gluon";
     CHECK(Quantize::can_implement(a).ok(), Quantize::can_implement(a).to_string());
