@@ -19,7 +19,8 @@ A variant whose path is kernels/quantize/quantize_apply_gluon.py (or a copy defi
 runs that Gluon apply where it applies (the [b, s, h, d] output at head dims 64 and 128: the Q and K recipes) and
 quantize_triton.py's stages everywhere else (stats, reduce, the rotation table; V^T's apply): CTAS=n its programs an
 SM (by default the library's: as many as its shared memory lets an SM hold, at most 4), NUM_STAGES its ring
-of input blocks (3 by default), OUT_BUFFERS its output blocks in shared memory (2 by default). Its rows read "gluon" or "triton" in the kernel column.
+of input blocks and OUT_BUFFERS its output blocks in shared memory (by default the library's). Its rows read "gluon"
+or "triton" in the kernel column.
 """
 
 import argparse
@@ -42,7 +43,8 @@ from common.numerics import E4M3_MAX, INT8_QMAX, ROTATION_TABLE_MAX_HEAD_DIM  # 
 
 sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 from operations.quantize import APPLY_PARAMS, GLUON_APPLY_PARAMS, REDUCE_PARAMS, STATS_PARAMS  # noqa: E402
-from operations.quantize import gluon_apply_programs_per_sm  # noqa: E402  (the library's grid of the Gluon apply)
+# The library's Gluon apply: its ring, its output buffers and its grid.
+from operations.quantize import GLUON_APPLY_OUT_BUFFERS, GLUON_APPLY_STAGES, gluon_apply_programs_per_sm  # noqa: E402
 
 POINTERS = {p.name for p in APPLY_PARAMS + STATS_PARAMS + REDUCE_PARAMS if p.kind == "ptr"}
 
@@ -182,13 +184,14 @@ class Quantization:
                 TensorDescriptor.from_tensor(self.out, [1, BLOCK_S, 1, d], gl.NVMMASharedLayout(
                     swizzle_byte_width=min(128, d), element_bitwidth=8, rank=4)))
         items = self.bh * self.blocks
-        stages, out_buffers = consts.get("NUM_STAGES", 3), consts.get("OUT_BUFFERS", 2)
+        stages = consts.get("NUM_STAGES", GLUON_APPLY_STAGES)
+        out_buffers = consts.get("OUT_BUFFERS", GLUON_APPLY_OUT_BUFFERS)
         grid = (programs_per_sm_grid(items, consts.get("CTAS", gluon_apply_programs_per_sm(d, stages, out_buffers))),)
         c = self._common()
         module.gluon_apply[grid](*self._gluon_descs, self.descale, self.mean, self.rotation, c["seqlen"], c["heads"],
                                  self.blocks, c["rotate"], c["smooth"], int(self.r["granularity"] == "block"),
                                  self.group, items, HEAD_DIM=d, BLOCK_S=BLOCK_S, OUT_INT8=self.int8,
-                                 **{k: v for k, v in consts.items() if k in ("NUM_STAGES", "OUT_BUFFERS")}, num_warps=4)
+                                 NUM_STAGES=stages, OUT_BUFFERS=out_buffers, num_warps=4)
 
     def apply(self, module, consts):
         if self.gluon_covers(module):
@@ -262,6 +265,14 @@ def _verdict(reference, got):
     return f"DIFFERS(out {n} B, int8 |d| <= {worst}" + (f"; {','.join(others)}" if others else "") + ")"
 
 
+def time_some(fns, indices, args):
+    """bench_vs_cudnn.time_cuda_interleaved over fns[i] for i in indices; inf for the others."""
+    ms = [float("inf")] * len(fns)
+    for i, t in zip(indices, bvc.time_cuda_interleaved([fns[i] for i in indices], args)):
+        ms[i] = t
+    return ms
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--variant", action="append", required=True)
@@ -283,14 +294,8 @@ def main():
             checks = check_variants(q, variants)
             # Variants that FAILED are left out of the timing (their rows read 0).
             timed = [i for i, c in enumerate(checks) if not c.startswith("FAILED")]
-            apply_ms = [float("inf")] * len(variants)
-            total_ms = [float("inf")] * len(variants)
-            for i, t in zip(timed, bvc.time_cuda_interleaved([lambda v=variants[i]: q.apply(v[1], v[2])
-                                                               for i in timed], args)):
-                apply_ms[i] = t
-            for i, t in zip(timed, bvc.time_cuda_interleaved([lambda v=variants[i]: q.run(v[1], v[2])
-                                                               for i in timed], args)):
-                total_ms[i] = t
+            apply_ms = time_some([lambda m=m, c=c: q.apply(m, c) for _, m, c in variants], timed, args)
+            total_ms = time_some([lambda m=m, c=c: q.run(m, c) for _, m, c in variants], timed, args)
             for (name, module, _), a_ms, t_ms, check in zip(variants, apply_ms, total_ms, checks):
                 ok = check == "same" or check.startswith("DIFFERS(")  # shown with the verdict beside it
                 shape = f"{b}x{s}x{h}x{d}"

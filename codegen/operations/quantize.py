@@ -153,8 +153,7 @@ GLUON_APPLY_CTA_OVERHEAD = 1024 + 256
 
 def gluon_apply_programs_per_sm(head_dim, stages=GLUON_APPLY_STAGES, out_buffers=GLUON_APPLY_OUT_BUFFERS, most=4):
     """Programs of the Gluon apply an SM holds by shared memory (D=128: 2, D=64: 4); its persistent grid."""
-    per_cta = (gluon_apply_buffer_bytes(head_dim, stages, DESCALE_BLOCK, out_buffers=out_buffers)
-               + GLUON_APPLY_CTA_OVERHEAD)
+    per_cta = gluon_apply_buffer_bytes(head_dim, stages, out_buffers, DESCALE_BLOCK) + GLUON_APPLY_CTA_OVERHEAD
     return max(1, min(most, SM90_SHARED_PER_SM // per_cta))
 
 

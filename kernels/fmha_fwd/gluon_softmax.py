@@ -169,6 +169,16 @@ def _p8(p, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr
 
 
 @gluon.jit
+def _block_max(xm, s, INF_SELECTS: gl.constexpr):
+    """A 64-key descale block's largest scaled score from its largest x (1.5 * 2^23 + score, or -inf where no key
+    is visible) and its scale s (>= FLT_MIN): -inf stays -inf, whatever the scale (a zero one would make NaN, hence
+    the clamp). INF_SELECTS also selects -inf explicitly (_softmax_tile_int8: the same bits)."""
+    if INF_SELECTS:
+        return gl.where(xm == float("-inf"), xm, (xm - INT_TO_FLOAT_OFFSET) * s)
+    return (xm - INT_TO_FLOAT_OFFSET) * s
+
+
+@gluon.jit
 def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
                        k_descale_stride_blk, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr,
                        SUM_ON_TC: gl.constexpr, INF_SELECTS: gl.constexpr = True):
@@ -199,13 +209,8 @@ def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_
     first = (col < DESCALE_BLOCK)[None, :]
     x0 = gl.max(gl.where(first, x, float("-inf")), 1)
     x1 = gl.max(gl.where(first, float("-inf"), x), 1)
-    # A half with no visible key (x = -inf) stays -inf, whatever its scale (a zero descale would make NaN).
-    if INF_SELECTS:
-        m0 = gl.where(x0 == float("-inf"), x0, (x0 - INT_TO_FLOAT_OFFSET) * s0)
-        m1 = gl.where(x1 == float("-inf"), x1, (x1 - INT_TO_FLOAT_OFFSET) * s1)
-    else:
-        m0 = (x0 - INT_TO_FLOAT_OFFSET) * s0
-        m1 = (x1 - INT_TO_FLOAT_OFFSET) * s1
+    m0 = _block_max(x0, s0, INF_SELECTS)
+    m1 = _block_max(x1, s1, INF_SELECTS)
     m_tile = gl.maximum(m0, m1)  # -inf for a row with no visible key in this tile
     m_new = gl.maximum(m_i, m_tile)
     ref = gl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
@@ -245,17 +250,10 @@ def _softmax_tile_int8_split(qa, qb, l_i, m_i, f_i, start_n, masked, offs_m, qk_
     x1 = gl.max(gl.where(first, float("-inf"), xa), 1)
     x2 = gl.max(gl.where(first, xb, float("-inf")), 1)
     x3 = gl.max(gl.where(first, float("-inf"), xb), 1)
-    # A block with no visible key (x = -inf) stays -inf, whatever its scale (INF_SELECTS: _softmax_tile_int8).
-    if INF_SELECTS:
-        m0 = gl.where(x0 == float("-inf"), x0, (x0 - INT_TO_FLOAT_OFFSET) * s0)
-        m1 = gl.where(x1 == float("-inf"), x1, (x1 - INT_TO_FLOAT_OFFSET) * s1)
-        m2 = gl.where(x2 == float("-inf"), x2, (x2 - INT_TO_FLOAT_OFFSET) * s2)
-        m3 = gl.where(x3 == float("-inf"), x3, (x3 - INT_TO_FLOAT_OFFSET) * s3)
-    else:
-        m0 = (x0 - INT_TO_FLOAT_OFFSET) * s0
-        m1 = (x1 - INT_TO_FLOAT_OFFSET) * s1
-        m2 = (x2 - INT_TO_FLOAT_OFFSET) * s2
-        m3 = (x3 - INT_TO_FLOAT_OFFSET) * s3
+    m0 = _block_max(x0, s0, INF_SELECTS)
+    m1 = _block_max(x1, s1, INF_SELECTS)
+    m2 = _block_max(x2, s2, INF_SELECTS)
+    m3 = _block_max(x3, s3, INF_SELECTS)
     m_tile = gl.maximum(gl.maximum(m0, m1), gl.maximum(m2, m3))  # -inf for a row with no visible key
     m_new = gl.maximum(m_i, m_tile)
     ref = gl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG

@@ -12,7 +12,7 @@ e4m3 ones read ~2.9 (docs/perf/NOTES.md, 2026-12-04). Here a program walks block
 NUM_STAGES of them in flight through TMA (an mbarrier per slot), keeps the rotation matrix in shared memory for its
 whole life (one load), rotates with one wgmma chain per block (x from shared memory, the matrix as the N-major B
 operand: 16-bit wgmma takes it), and stores the quantized block through shared memory and a TMA store that runs
-under the next block's work (two output buffers by default).
+under the next block's work (two output buffers).
 
 Same numbers as the Triton kernel: the rotation is the same product (wgmma, K = 16 per instruction, in ascending
 order, float32 accumulation: the Triton apply's tl.dot lowers to the same HGMMA chain), times the same 1/sqrt(d),
@@ -41,7 +41,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from quantize.quantize_triton import inv_sqrt, quantize_block
 
 
-def buffer_bytes(head_dim, stages, block_s=64, in_bytes=2, out_bytes=1, out_buffers=2):
+def buffer_bytes(head_dim, stages, out_buffers, block_s=64, in_bytes=2, out_bytes=1):
     """Shared memory of the kernel's buffers: the ring of input blocks, the output blocks and the rotation matrix
     (what sizes its programs an SM; the compiled kernel adds its mbarriers and reduction scratch, under 256 bytes:
     tests/cpu/test_quantize_gluon_compile.py)."""
@@ -70,8 +70,8 @@ def _load_block(x_desc, buf, bar, item, num_blocks, heads, BLOCK_S: gl.constexpr
 def quantize_apply_gluon_kernel(
     x_desc, out_desc, Descale, Mean, Rotation,
     seqlen, heads, num_blocks, rotate, smooth, per_block, group, num_items,
-    HEAD_DIM: gl.constexpr, BLOCK_S: gl.constexpr, OUT_INT8: gl.constexpr, NUM_STAGES: gl.constexpr = 3,
-    OUT_BUFFERS: gl.constexpr = 2,
+    HEAD_DIM: gl.constexpr, BLOCK_S: gl.constexpr, OUT_INT8: gl.constexpr, NUM_STAGES: gl.constexpr,
+    OUT_BUFFERS: gl.constexpr,
 ):
     gl.static_assert(BLOCK_S == 64, "one wgmma M extent (64 rows over the 4 warps) per block")
     gl.static_assert(HEAD_DIM == 64 or HEAD_DIM == 128, "head_dim 64 or 128 (256 rotates by factors: Triton apply)")
@@ -84,7 +84,8 @@ def quantize_apply_gluon_kernel(
     INV_SQRT_D: gl.constexpr = inv_sqrt(HEAD_DIM)
 
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [NUM_STAGES] + x_desc.block_type.shape, x_desc.layout)
-    # OUT_BUFFERS = 1 (a sweep's switch): a store must have read its buffer before the next block's values go in,
+    # NUM_STAGES and OUT_BUFFERS: codegen/operations/quantize.py's (GLUON_APPLY_*), or a sweep's.
+    # OUT_BUFFERS = 1: a store must have read its buffer before the next block's values go in,
     # and the shared memory saved lets one more program reside on an SM (D=128 with a ring of 2: 3 instead of 2).
     out_bufs = gl.allocate_shared_memory(out_desc.dtype, [OUT_BUFFERS] + out_desc.block_type.shape, out_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())

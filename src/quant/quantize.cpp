@@ -6,8 +6,8 @@
 //   always:                     apply (per block: computes and writes its own descale)
 //
 // The apply is the Triton kernel (one program per block) or, for rotated recipes where it applies (not unsmoothed
-// ones at D=64: gluon_apply_preferred), the Gluon one (the "_gluon" instances, kernels/quantize/quantize_apply_gluon.py: persistent, x and the output through TMA
-// descriptors, [b, s, h, d] outputs only); both write the same bytes.
+// ones at D=64: gluon_apply_preferred), the Gluon one (the "_gluon" instances, kernels/quantize/quantize_apply_gluon.py:
+// persistent, x and the output through TMA descriptors, [b, s, h, d] outputs only); both write the same bytes.
 
 #include "fp8attn/quant/device/quantize.h"
 
@@ -80,6 +80,14 @@ bool is_gluon(KernelInstance const& k) { return k.family == library::KernelFamil
 /// any stride serves there, and a zero one (which TMA refuses) becomes 16 elements.
 int64_t tma_stride(int64_t stride, int64_t extent) { return extent == 1 && stride == 0 ? 16 : stride; }
 
+/// A [b, s, h, d] tensor's strides (elements) as the Gluon apply's TMA descriptor gets them.
+struct TmaStrides {
+  int64_t v[4];
+};
+TmaStrides tma_strides(fmha::TensorRef const& t, Arguments const& a) {
+  return {{tma_stride(t.stride_b, a.batch), tma_stride(t.stride_s, a.seqlen), tma_stride(t.stride_h, a.heads), 1}};
+}
+
 /// Whether the library's own pick is the Gluon apply (where it can take the call): for rotated recipes, where its
 /// rotation matrix, loaded once per program, pays, except an unsmoothed one at D=64. Measured side by side
 /// (docs/perf/NOTES.md, 2026-12-05 fourteenth session, two runs; both write the same bytes), Gluon against Triton:
@@ -94,16 +102,16 @@ bool gluon_apply_preferred(Arguments const& a) { return a.rotate && (a.smooth ||
 std::string gluon_apply_refusal(Arguments const& a) {
   if (vt_layout(a)) return std::string("layout=") + to_string(a.layout) + " (it writes [b, s, h, d] only)";
   if (a.batch == 0 || a.seqlen == 0) return "";
-  int const in_bytes = size_of(a.input_type);
-  for (auto [field, value, extent, bytes] :
-       {std::tuple<char const*, int64_t, int64_t, int>{"input.stride_b", a.input.stride_b, a.batch, in_bytes},
-        {"input.stride_s", a.input.stride_s, a.seqlen, in_bytes},
-        {"input.stride_h", a.input.stride_h, a.heads, in_bytes},
-        {"output.stride_b", a.output.stride_b, a.batch, 1}, {"output.stride_s", a.output.stride_s, a.seqlen, 1},
-        {"output.stride_h", a.output.stride_h, a.heads, 1}}) {
-    int64_t const stride = tma_stride(value, extent);
-    if (stride <= 0 || static_cast<__int128>(stride) * bytes >= (__int128{1} << 40)) {
-      return std::string(field) + "=" + num(value) + " (TMA takes strides in (0, 2^40) bytes)";
+  for (auto [tensor, t, bytes] : {std::tuple<char const*, fmha::TensorRef const*, int>{"input", &a.input,
+                                                                                      size_of(a.input_type)},
+                                  {"output", &a.output, 1}}) {
+    TmaStrides const strides = tma_strides(*t, a);
+    char const* const fields[3] = {"stride_b", "stride_s", "stride_h"};
+    int64_t const given[3] = {t->stride_b, t->stride_s, t->stride_h};
+    for (int i = 0; i < 3; ++i) {
+      if (strides.v[i] <= 0 || static_cast<__int128>(strides.v[i]) * bytes >= (__int128{1} << 40)) {
+        return std::string(tensor) + "." + fields[i] + "=" + num(given[i]) + " (TMA takes strides in (0, 2^40) bytes)";
+      }
     }
   }
   return "";
@@ -506,16 +514,13 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     if (k.num_tensor_descs != 2) return Status(StatusCode::kErrorInternal, "quantize apply (Gluon): expected 2 descriptors");
     generated::QuantizeApplyGluonParams gp;
     int64_t const shape[4] = {a.batch, a.seqlen, a.heads, a.head_dim};
-    int64_t const in_strides[4] = {tma_stride(a.input.stride_b, a.batch), tma_stride(a.input.stride_s, a.seqlen),
-                                   tma_stride(a.input.stride_h, a.heads), 1};
-    int64_t const out_strides[4] = {tma_stride(a.output.stride_b, a.batch), tma_stride(a.output.stride_s, a.seqlen),
-                                    tma_stride(a.output.stride_h, a.heads), 1};
-    if (Status s = runtime::make_tensor_map_param(*driver, k.tensor_descs[0], a.input.ptr, shape, in_strides, &gp.x_desc);
+    if (Status s = runtime::make_tensor_map_param(*driver, k.tensor_descs[0], a.input.ptr, shape,
+                                                  tma_strides(a.input, a).v, &gp.x_desc);
         !s) {
       return s;
     }
-    if (Status s = runtime::make_tensor_map_param(*driver, k.tensor_descs[1], a.output.ptr, shape, out_strides,
-                                                  &gp.out_desc);
+    if (Status s = runtime::make_tensor_map_param(*driver, k.tensor_descs[1], a.output.ptr, shape,
+                                                  tma_strides(a.output, a).v, &gp.out_desc);
         !s) {
       return s;
     }

@@ -21,11 +21,11 @@ import params as kernel_params  # noqa: E402
 from aot_compile import sass_of, wgmma_serialized  # noqa: E402
 from families import FAMILIES  # noqa: E402
 from operations import quantize as quantize_op  # noqa: E402
-from operations.quantize import QuantizeConfig  # noqa: E402
+from operations.quantize import GLUON_APPLY_OUT_BUFFERS, GLUON_APPLY_STAGES, QuantizeConfig  # noqa: E402
 from quantize.quantize_apply_gluon import buffer_bytes, quantize_apply_gluon_kernel  # noqa: E402
 
 
-def compile_apply(head_dim, int8, stages=3, out_buffers=2):
+def compile_apply(head_dim, int8, stages=GLUON_APPLY_STAGES, out_buffers=GLUON_APPLY_OUT_BUFFERS):
     """The library's instance (codegen's signature and constants), with a ring of `stages` blocks and
     `out_buffers` output blocks (the sweep's switches)."""
     from triton.backends.compiler import GPUTarget
@@ -52,14 +52,14 @@ class GluonApply(unittest.TestCase):
                 self.assertEqual(wgmma_serialized(sass, compiled.asm["ptx"]), "")
                 self.assertNotRegex(sass, r"\b(LDL|STL)\b")  # no local memory
                 self.assertRegex(sass, r"\bUTMASTG\b")
-                buffers = buffer_bytes(head_dim, stages, out_buffers=outs)
+                buffers = buffer_bytes(head_dim, stages, outs)
                 extra = compiled.metadata.shared - buffers
                 self.assertTrue(0 <= extra < 256, f"shared {compiled.metadata.shared}, buffers {buffers}")
 
     def test_the_shared_memory_check_can_fail(self):
         """buffer_bytes is what the check compares against: a ring one block deeper than compiled is caught."""
-        compiled = compile_apply(64, True, 3)
-        extra = compiled.metadata.shared - buffer_bytes(64, 4)
+        compiled = compile_apply(64, True, 3, 2)
+        extra = compiled.metadata.shared - buffer_bytes(64, 4, 2)
         self.assertFalse(0 <= extra < 256)
 
 
