@@ -355,7 +355,10 @@ def main():
                 tf_e2e = prob.flops / (ms + (0 if constexprs.get("TRANSPOSE_V") else t_ms)) * 1e-9
             except Exception as e:  # a variant that does not compile or run is a row, not a crash
                 err, tf, tf_e2e, serial = float("nan"), 0.0, 0.0, False
-                print(f"# {name}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                # A compilation error's text starts with source lines and ends with the cause: show both ends.
+                text = str(e)
+                shown = text if len(text) <= 600 else text[:200] + " [...] " + text[-400:]
+                print(f"# {name}: {type(e).__name__}: {shown}", flush=True)
             ok = math.isfinite(err) and err < 0.05
             ms_shown = ms if ok else 0.0
             print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {prob.window_left:>6} "

@@ -195,7 +195,8 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
                   "kernel_name=" + args.kernel_name + " is not compiled in this build (list: fp8attn_profiler --list)");
   }
   // The tuning table first, when it has entries and a driver says which GPU this is (nothing otherwise: an
-  // empty table costs one branch), except for calls small enough that one launch beats two (the pass below).
+  // empty table costs one branch), except for calls small enough that one launch beats two (the pass below). A
+  // GPU without rows of its own takes the reference GPU's (rows_gpu).
   // Packed sequences take only the rows naming "_varlen" instances, dense calls only the others (entry_matches):
   // a dense row's pick could send a varlen call to a Triton instance, the slow path for varlen.
   bool const tiny = prefers_single_launch(args);
@@ -203,7 +204,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
     fp8attn::detail::CudaDriver const* driver = nullptr;
     std::string gpu;
     if (fp8attn::detail::cuda_driver(&driver) && fp8attn::detail::device_name(*driver, &gpu)) {
-      if (KernelInstance const* tuned = tuned_instance(args, table, gpu)) {
+      if (KernelInstance const* tuned = tuned_instance(args, table, rows_gpu(table, gpu))) {
         *instance = tuned;
         return Status::success();
       }

@@ -111,6 +111,13 @@ bool entry_matches(TuningEntry const& e, std::string_view gpu, FmhaProblem const
          p.seqlen_k <= e.max_seqlen_k && gpu == e.gpu && entry_is_varlen(e) == varlen;
 }
 
+std::string_view rows_gpu(std::vector<TuningEntry> const& table, std::string_view gpu) {
+  for (TuningEntry const& e : table) {
+    if (e.gpu == gpu) return gpu;
+  }
+  return kReferenceGpu;
+}
+
 std::vector<TuningEntry> const& tuning_table() {
   static std::vector<TuningEntry> const table = [] {
     std::vector<std::string> warnings;

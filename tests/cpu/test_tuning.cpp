@@ -131,6 +131,18 @@ int main() {
         {"NVIDIA H200", DataType::kE4M3, 128, false, 16384, another_instance}};
     CHECK(!detail::tuned_instance(a, first_unusable, "NVIDIA H200"), "no fall-through to another bucket's entry");
     CHECK(!detail::tuned_instance(a, table, "NVIDIA H100 80GB HBM3"), "no entry for this GPU: the manifest order decides");
+    // select_instance asks rows_gpu whose rows apply: a GPU without rows of its own takes the reference GPU's.
+    CHECK(detail::rows_gpu(table, "NVIDIA H100 80GB HBM3") == detail::kReferenceGpu, "no rows of its own: the H200's");
+    auto const* fallback = detail::tuned_instance(a, table, detail::rows_gpu(table, "NVIDIA H100 80GB HBM3"));
+    CHECK(fallback && fallback->name == another_instance, "through rows_gpu, an H100 call gets the H200 row's pick");
+    CHECK(detail::rows_gpu(table, "NVIDIA H200") == "NVIDIA H200", "the reference GPU: its own rows");
+    // Rows of its own, for another bucket only: its own rows alone (the H200's S=8192 row does not apply), so the
+    // S=8192 call runs the manifest order.
+    std::vector<TuningEntry> own = table;
+    own.push_back({"NVIDIA H100 80GB HBM3", DataType::kE4M3, 64, true, 4096, another_instance});
+    CHECK(detail::rows_gpu(own, "NVIDIA H100 80GB HBM3") == "NVIDIA H100 80GB HBM3", "rows of its own: its own");
+    CHECK(!detail::tuned_instance(a, own, detail::rows_gpu(own, "NVIDIA H100 80GB HBM3")),
+          "a GPU with rows of its own does not take the reference GPU's for the buckets it leaves out");
     auto longer = fp8_args(32768, false);
     CHECK(!detail::tuned_instance(longer, table, "NVIDIA H200"), "seqlen_k past every bucket");
     // An instance that cannot run the problem (head_dim 64 call, D=128 instance) is passed over.
