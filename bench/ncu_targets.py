@@ -14,6 +14,10 @@ say what bounds a kernel (tensor / exponential / issue / memory), which a timing
               bench_decode.py --window's FP8 pair (S=32768, B=1, H=32, D=128, V^T given in the key-permuted order):
               causal with a 4k left window, and plain causal: the same instance at 17 against 64.5 key tiles a block
               on average (issue 9's 3.8x, read 3.53-3.65x), to split a block's fixed cost from its tiles' cost
+    mode_fp8_d64 / mode_int8_d64
+              the attention kernel alone on operands quantized as the fp8 and int8_qk modes make them (quantized once,
+              before the launches), at the suite's D=64 S=2048 full point (B=16, H=64): where the INT8 kernel trails
+              the FP8 one most (0.82 on the H200, 2026-12-05), its stall reasons beside FP8's
     apply_fp8 / apply_int8_qk
               one fused accuracy-mode call (fp8attn.modes.attention_fused, BF16 q, k, v) at D=128 S=2048 B=16 H=32,
               where int8_qk's quantize apply passes cost 545 us against fp8's 361 (mode_stage_times.py, 2026-12-04):
@@ -118,6 +122,21 @@ def _mode_call(mode):
     torch.cuda.synchronize()
 
 
+def _mode_kernel(mode, b=16, s=2048, h=64, d=64, causal=False):
+    import torch
+
+    import fp8attn.modes
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
+    q8, k8, v8, qd, kd, vd = fp8attn.modes.quantize_for(mode, q, k, v)
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=causal)
+    print("kernel:", fp8attn.select_kernel(q8, k8, v8, **kw))
+    for _ in range(LAUNCHES):
+        fp8attn.fmha_fwd(q8, k8, v8, **kw)
+    torch.cuda.synchronize()
+
+
 def varlen_dense():
     _varlen_point(False)
 
@@ -131,7 +150,8 @@ if __name__ == "__main__":
                "decode_b128": lambda: decode("b128_s4k"), "decode_b8": lambda: decode("b8_s128k"),
                "varlen_dense": varlen_dense, "varlen_packed": varlen_packed,
                "apply_fp8": lambda: _mode_call("fp8"), "apply_int8_qk": lambda: _mode_call("int8_qk"),
-               "window": window, "window_causal": lambda: window(-1)}
+               "window": window, "window_causal": lambda: window(-1),
+               "mode_fp8_d64": lambda: _mode_kernel("fp8"), "mode_int8_d64": lambda: _mode_kernel("int8_qk")}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:
         sys.exit(f"usage: ncu_targets.py {{{','.join(targets)}}}")
     targets[sys.argv[1]]()

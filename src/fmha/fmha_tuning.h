@@ -39,9 +39,10 @@ inline constexpr std::string_view kReferenceGpu = "NVIDIA H200";
 
 /// Whose rows a device named `gpu` uses: its own when the table has any row naming it, else kReferenceGpu's.
 /// Every GPU this library runs on is an sm_90 part, and on an H100 (no rows of its own in the embedded table) the
-/// H200's picks were measured faster than the manifest order (docs/perf/NOTES.md, 2026-12-05). A GPU with rows of
-/// its own (a user's FP8ATTN_TUNING_FILE, e.g. from fp8attn_profiler --write-tuning) uses those alone: a bucket
-/// they leave out runs the manifest order, as the writer meant (it writes a row only where the manifest loses).
+/// H200's picks were measured faster than the manifest order (docs/perf/NOTES.md, 2026-12-05); other sm_90 parts
+/// (H20, H800, GH200) take them unmeasured. A GPU with rows of its own (a user's FP8ATTN_TUNING_FILE, e.g. from
+/// fp8attn_profiler --write-tuning) uses those alone: a bucket they leave out runs the manifest order, as the writer
+/// meant (it writes a row only where the manifest loses).
 std::string_view rows_gpu(std::vector<TuningEntry> const& table, std::string_view gpu);
 
 /// The entries the runtime uses: FP8ATTN_TUNING_FILE's (when set) before the embedded table's, without the
