@@ -109,14 +109,20 @@ def _varlen_point(packed):
     torch.cuda.synchronize()
 
 
+def _bf16_qkv(b, s, h, d):
+    """Seeded BF16 q, k, v of shape [b, s, h, d] on the GPU, as a mode call takes them."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    return tuple(torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
+
+
 def _mode_call(mode):
     import torch
 
     import fp8attn.modes
 
-    b, s, h, d = 16, 2048, 32, 128
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
+    q, k, v = _bf16_qkv(16, 2048, 32, 128)
     for _ in range(LAUNCHES):
         fp8attn.modes.attention_fused(q, k, v, mode=mode)
     torch.cuda.synchronize()
@@ -127,9 +133,7 @@ def _mode_kernel(mode, b=16, s=2048, h=64, d=64, causal=False):
 
     import fp8attn.modes
 
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn((b, s, h, d), generator=gen, device="cuda").to(torch.bfloat16) for _ in range(3))
-    q8, k8, v8, qd, kd, vd = fp8attn.modes.quantize_for(mode, q, k, v)
+    q8, k8, v8, qd, kd, vd = fp8attn.modes.quantize_for(mode, *_bf16_qkv(b, s, h, d))
     kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=causal)
     print("kernel:", fp8attn.select_kernel(q8, k8, v8, **kw))
     for _ in range(LAUNCHES):
