@@ -18,6 +18,8 @@ say what bounds a kernel (tensor / exponential / issue / memory), which a timing
               the attention kernel alone on operands quantized as the fp8 and int8_qk modes make them (quantized once,
               before the launches), at the suite's D=64 S=2048 full point (B=16, H=64): where the INT8 kernel trails
               the FP8 one most (0.82 on the H200, 2026-12-05), its stall reasons beside FP8's
+    mode_fp8_d64_causal8k / mode_int8_d64_causal8k
+              the same at the suite's D=64 S=8192 causal point (B=4, H=64; INT8 at 0.785 of FP8 there on the H200)
     apply_fp8 / apply_int8_qk
               one fused accuracy-mode call (fp8attn.modes.attention_fused, BF16 q, k, v) at D=128 S=2048 B=16 H=32,
               where int8_qk's quantize apply passes cost 545 us against fp8's 361 (mode_stage_times.py, 2026-12-04):
@@ -155,7 +157,9 @@ if __name__ == "__main__":
                "varlen_dense": varlen_dense, "varlen_packed": varlen_packed,
                "apply_fp8": lambda: _mode_call("fp8"), "apply_int8_qk": lambda: _mode_call("int8_qk"),
                "window": window, "window_causal": lambda: window(-1),
-               "mode_fp8_d64": lambda: _mode_kernel("fp8"), "mode_int8_d64": lambda: _mode_kernel("int8_qk")}
+               "mode_fp8_d64": lambda: _mode_kernel("fp8"), "mode_int8_d64": lambda: _mode_kernel("int8_qk"),
+               "mode_fp8_d64_causal8k": lambda: _mode_kernel("fp8", b=4, s=8192, causal=True),
+               "mode_int8_d64_causal8k": lambda: _mode_kernel("int8_qk", b=4, s=8192, causal=True)}
     if len(sys.argv) != 2 or sys.argv[1] not in targets:
         sys.exit(f"usage: ncu_targets.py {{{','.join(targets)}}}")
     targets[sys.argv[1]]()

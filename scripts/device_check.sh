@@ -45,7 +45,7 @@
 #              window / window_causal the 4k sliding window at S=32k and plain causal there (the same instance),
 #              apply_fp8 / apply_int8_qk one fused accuracy-mode call's three quantize apply launches at D=128
 #              S=2048 B=16, mode_fp8_d64 / mode_int8_d64 the attention kernel alone on the two modes' operands at
-#              D=64 S=2048 full)
+#              D=64 S=2048 full, mode_*_d64_causal8k the same at D=64 S=8192 causal)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
 #              into build-consan and run through the GPU tests that force each instance by name, and beside
