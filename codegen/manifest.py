@@ -250,6 +250,12 @@ def _default_instances():
     # (32, 32k) 3.21 / 4.38 (128 items: one per SM, 64 KB in flight each); with 3 stages 4.13 / 4.13 / 4.18 / 4.26.
     # The heuristic takes it from kPairMinItems work items (src/paged/paged.cpp).
     rows += [PagedConfig("decode", 64, 128, 8, 4, 2, block_n=64, family="gluon", head_pairs=True)]
+    # MQA (32 query heads on one kv head) and other calls of 17-32 rows per kv head at pages of 64: the Gluon decode
+    # with 32 rows at 128 registers (two CTAs per SM), preferred to the Triton r32 instance of the same rows
+    # (src/paged/paged.cpp: find). Before the page path (UNIFORM_PAGE) the two tied (H200, 2026-12-04, 1.86 / 1.85
+    # TB/s at batch 32, 32k, 8 splits); with it, H100 (2026-12-05, sweep_decode.py, the same case): 2.31-2.36
+    # against the Triton r32's 1.69.
+    rows += [PagedConfig("decode", 64, 128, 32, 4, 4, block_n=64, family="gluon")]
     return rows
 
 
@@ -278,10 +284,6 @@ def _extra_instances():
     # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
     # (at D=128 ptxas spills 33 registers inside the loop).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
-    # MQA (32 query heads on one kv head): the Gluon decode with 32 rows at 128 registers (two CTAs per SM). H200
-    # (2026-12-04, bench_decode.py --instances, batch 32 at 32k, 8 splits): 1.86 TB/s against the Triton r32
-    # instance the library picks, 1.85: a tie, so picked only by name.
-    rows += [PagedConfig("decode", 64, 128, 32, 4, 4, block_n=64, family="gluon")]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

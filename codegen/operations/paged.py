@@ -170,7 +170,10 @@ def compile_spec(c: PagedConfig):
                       "NUM_STAGES": c.stages, "PREFETCH_ITEM": False, "HEAD_PAIRS": c.head_pairs,
                       # K_HEAD_MAJOR (K pages head-major): a sweep switch, not measured; the cache layout stays
                       # vLLM's token-major key cache (docs/PAGED_CACHE.md).
-                      "K_HEAD_MAJOR": False}
+                      "K_HEAD_MAJOR": False,
+                      # UNIFORM_PAGE (a stage inside one page: scalar table entry and descales, masks only where
+                      # a row's visible keys end in the stage): on; it takes effect where PAGE >= BLOCK_N.
+                      "UNIFORM_PAGE": True}
         return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; Triton's pipeliner has no part
     elif c.stage == "decode":
         if c.head_pairs:

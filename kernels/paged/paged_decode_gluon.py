@@ -63,6 +63,10 @@ from common import numerics
 LOG2E = gl.constexpr(numerics.LOG2E)
 E4M3_MAX = gl.constexpr(numerics.E4M3_MAX)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
+FLT_MIN = gl.constexpr(1.1754943508222875e-38)
+# log2(448): P's exponent offset on the page path (_softmax_block_page), so that P comes out of the exponential
+# already scaled to e4m3's largest value.
+LOG2_E4M3_MAX = gl.constexpr(8.807354922057604)
 
 
 @gluon.constexpr_function
@@ -343,6 +347,77 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
 
 
 @gluon.jit
+def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, limit_min, low_max,
+                        v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
+                        descale_stride_page, descale_stride_head, second, HEAD_DIM: gl.constexpr,
+                        PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr,
+                        HEAD_PAIRS: gl.constexpr):
+    """_softmax_block for a stage inside one page (PAGE >= BLOCK_N, the UNIFORM_PAGE path): one block table entry
+    and one k and one v descale per kv head for every key of the stage, so the per-key work of the general path
+    goes: the table entry and descales are scalar loads, the k descale joins each row's scale (one FFMA a score
+    makes the exponential's argument), P needs no per-key v descale relative to the stage's largest (the v descale
+    is the P.V product's scale, and P is scaled to 448 inside the exponential: 2^(s - m + log2 448)), and the
+    masks are applied only where some row's visible keys end inside the stage (the sequence's or the split's last
+    stage, speculative tokens' diagonal, a window's edge): elsewhere every row sees every key. Same results as the
+    general path up to float rounding; l and O's accumulator both carry the factor 448, which the division by l
+    (and the split-KV combine, whose splits all carry it) cancels. Returns _softmax_block's five values."""
+    NP: gl.constexpr = 1
+    key_l: gl.constexpr = gl.SliceLayout(1, acc_layout)
+    page = gl.load(table_row + start // PAGE)  # start < key_hi: the stage's first key is always live
+    bad_keys = bad_keys | ((page < 0) | (page >= num_pages)).to(gl.int32)
+    page = gl.minimum(gl.maximum(page, 0), num_pages - 1).to(gl.int64)
+    dsc = page * descale_stride_page + hk * descale_stride_head
+    kd = gl.load(KDescale + dsc)
+    vd = gl.load(VDescale + dsc)
+    if HEAD_PAIRS:  # each column its kv head's descales
+        kd = gl.where(second, gl.load(KDescale + dsc + descale_stride_head), kd)
+        vd = gl.where(second, gl.load(VDescale + dsc + descale_stride_head), vd)
+    # The row's scale of the raw product, kept positive so that the row maximum can be taken before scaling
+    # (and a zero descale times a masked -inf is -inf, not NaN).
+    rs = gl.maximum(row_scale * kd * LOG2E, FLT_MIN)
+    if (start < low_max) | (start + BLOCK_N > gl.minimum(limit_min, key_hi)):
+        key = start + gl.arange(0, BLOCK_N, layout=key_l)
+        visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & (key < key_hi)[:, None]
+        st = gl.where(visible, st, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(st, 0) * rs)
+    alpha = gl.exp2(m_i - m_new)
+    # exp2(-inf) = 0 for the masked scores; P in [0, 448].
+    prob = gl.exp2(st * rs[None, :] - (m_new - LOG2_E4M3_MAX)[None, :])
+    l_i = l_i * alpha[None, :] + prob
+    p_hi, p_lo = _two_e4m3_terms(prob)
+    p_hi_smem.store(gl.permute(p_hi, (1, 0)))
+    p_lo_smem.store(gl.permute(p_lo, (1, 0)))
+    if start + BLOCK_N > key_hi:
+        if HEAD_PAIRS:
+            _zero_tail(v_bufs, s * 2, start, key_hi, NP, BLOCK_N)
+            _zero_tail(v_bufs, s * 2 + 1, start, key_hi, NP, BLOCK_N)
+        else:
+            _zero_tail(v_bufs, s, start, key_hi, NP, BLOCK_N)
+    fence_async_shared()
+    return m_new, alpha, vd + gl.zeros_like(m_new), l_i, bad_keys
+
+
+@gluon.jit
+def _softmax_stage(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, low_min, limit_max, limit_min,
+                   low_max, v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
+                   descale_stride_page, descale_stride_head, second, HEAD_DIM: gl.constexpr, PAGE: gl.constexpr,
+                   ROWS: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr, HEAD_PAIRS: gl.constexpr,
+                   UNIFORM_PAGE: gl.constexpr):
+    """One stage's softmax: the page path where a stage lies inside one page (and UNIFORM_PAGE), else the general
+    one."""
+    if UNIFORM_PAGE and PAGE >= BLOCK_N:
+        return _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, limit_min, low_max,
+                                   v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
+                                   descale_stride_page, descale_stride_head, second, HEAD_DIM, PAGE, ROWS, BLOCK_N,
+                                   acc_layout, HEAD_PAIRS)
+    else:
+        return _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, low_min, limit_max,
+                              v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
+                              descale_stride_page, descale_stride_head, second, HEAD_DIM, PAGE, ROWS, BLOCK_N,
+                              acc_layout, HEAD_PAIRS)
+
+
+@gluon.jit
 def _item_q(Q, Seqlens, w, num_items, q_len, heads_q, heads_kv, num_splits, row_chunks, stride_qb, stride_qs,
             stride_qh, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr, HEAD_PAIRS: gl.constexpr):
     """Work item w's query rows as loaded (bf16, [ROWS, HEAD_DIM], rows past the chunk's 0) and its sequence's
@@ -367,7 +442,8 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
               stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
               descale_stride_page, descale_stride_head, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-              NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr, HEAD_PAIRS: gl.constexpr):
+              NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr, HEAD_PAIRS: gl.constexpr,
+              UNIFORM_PAGE: gl.constexpr):
     it = 0  # ring iterations consumed so far, across work items (the producer's count)
     if PREFETCH_ITEM:
         q_next, seqlen_next = _item_q(Q, Seqlens, gl.program_id(0), num_items, q_len, heads_q, heads_kv, num_splits,
@@ -388,7 +464,7 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
                            softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split,
                            num_splits, row_chunks, stride_ob, stride_os, stride_oh,
                            descale_stride_page, descale_stride_head, window_left,
-                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, HEAD_PAIRS)
+                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, HEAD_PAIRS, UNIFORM_PAGE)
 
 
 @gluon.jit
@@ -398,7 +474,7 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
                   row_chunks, stride_ob, stride_os, stride_oh,
                   descale_stride_page, descale_stride_head, window_left,
                   HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-                  NUM_STAGES: gl.constexpr, HEAD_PAIRS: gl.constexpr):
+                  NUM_STAGES: gl.constexpr, HEAD_PAIRS: gl.constexpr, UNIFORM_PAGE: gl.constexpr):
     """One work item (the Triton kernel's program w), its blocks at ring iterations it, it + 1, ...; returns the
     ring iteration after its last block. q_rows, seqlen_raw: its Q rows and sequence length as loaded (_item_q).
     Every MMA of the previous item has been waited for, so Q's and P's shared memory are free to overwrite."""
@@ -434,6 +510,9 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
         low = gl.zeros_like(limit) - 1
     low_min = gl.min(low, 0)
     limit_max = gl.max(limit, 0)
+    # The page path's test for a stage that needs no mask: every real row sees keys [low_max, limit_min).
+    limit_min = gl.min(gl.where(row_ok, limit, 2147483647), 0)
+    low_max = gl.max(gl.where(row_ok, low, -1), 0)
     win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
     bad = bad | ((seqlen - win_lo).to(gl.int64) > num_splits.to(gl.int64) * pages_per_split * PAGE)
     table_row = BlockTable + b.to(gl.int64) * max_pages
@@ -450,11 +529,11 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
         st = _issue_s_item(k_bufs, it % NUM_STAGES, qt_hi, qt_lo, BLOCK_N, ROWS, acc_layout, HEAD_PAIRS)
         for i in range(n_blocks - 1):
             s = (it + i) % NUM_STAGES
-            m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
+            m_new, alpha, scale_pv, l_i, bad_keys = _softmax_stage(
                 _wait_merged(st, second, 0, HEAD_PAIRS), key_lo + i * BLOCK_N, key_hi, m_i, l_i,
-                bad_keys, row_scale, limit, low, low_min, limit_max, v_bufs, s, p_hi_smem, p_lo_smem,
-                KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head, second,
-                HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS)
+                bad_keys, row_scale, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s, p_hi_smem,
+                p_lo_smem, KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
+                second, HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS, UNIFORM_PAGE)
             pv = _issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout, HEAD_PAIRS)
             # The next stage's S^T runs under this P.V (the wait leaves its MMAs in flight).
             nxt = (it + i + 1) % NUM_STAGES
@@ -466,11 +545,11 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
             m_i = m_new
         last = n_blocks - 1
         s = (it + last) % NUM_STAGES
-        m_new, alpha, scale_pv, l_i, bad_keys = _softmax_block(
+        m_new, alpha, scale_pv, l_i, bad_keys = _softmax_stage(
             _wait_merged(st, second, 0, HEAD_PAIRS), key_lo + last * BLOCK_N, key_hi, m_i, l_i,
-            bad_keys, row_scale, limit, low, low_min, limit_max, v_bufs, s, p_hi_smem, p_lo_smem,
-            KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head, second,
-            HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS)
+            bad_keys, row_scale, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s, p_hi_smem,
+            p_lo_smem, KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
+            second, HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS, UNIFORM_PAGE)
         pv = _wait_merged(_issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout, HEAD_PAIRS),
                           second, 0, HEAD_PAIRS)
         mbarrier.arrive(empty.index(s), count=1)
@@ -505,7 +584,7 @@ def paged_decode_gluon_kernel(
     descale_stride_page, descale_stride_head, window_left, softcap, num_items,
     HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
     NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr = False, HEAD_PAIRS: gl.constexpr = False,
-    K_HEAD_MAJOR: gl.constexpr = False,
+    K_HEAD_MAJOR: gl.constexpr = False, UNIFORM_PAGE: gl.constexpr = True,
 ):
     """paged_decode_triton.paged_decode_kernel's arguments and outputs, with the cache read through k_desc / vt_desc
     and its programs walked as num_items work items (module docstring). No soft-capping: `softcap` is in the list
@@ -540,7 +619,7 @@ def paged_decode_gluon_kernel(
                      softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
                      row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
                      descale_stride_page, descale_stride_head, window_left, num_items,
-                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM, HEAD_PAIRS)),
+                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM, HEAD_PAIRS, UNIFORM_PAGE)),
         (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
                      num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
                      HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES, HEAD_PAIRS, K_HEAD_MAJOR)),

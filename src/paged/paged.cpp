@@ -116,10 +116,13 @@ KernelInstance const* find(PagedStage stage, int page, int head_dim, int rows, s
       if (c.rows == rows) return &k;
       continue;
     }
-    // Decode: the fewest rows that hold them all, else the most rows (the rows then come in chunks).
+    // Decode: the fewest rows that hold them all, else the most rows (the rows then come in chunks); between a
+    // Triton and a Gluon instance of the same rows the Gluon one (MQA's 32 rows at pages of 64: 2.31 against 1.69
+    // TB/s, H100, docs/perf/NOTES.md 2026-12-05).
     bool const fits = c.rows >= rows;
-    if (!best || (fits && (config(*best).rows < rows || c.rows < config(*best).rows)) ||
-        (!fits && config(*best).rows < rows && c.rows > config(*best).rows)) {
+    bool const gluon_tie = best && c.rows == config(*best).rows && is_gluon(k) && !is_gluon(*best);
+    if (!best || (fits && (config(*best).rows < rows || c.rows < config(*best).rows || gluon_tie)) ||
+        (!fits && config(*best).rows < rows && (c.rows > config(*best).rows || gluon_tie))) {
       best = &k;
     }
   }

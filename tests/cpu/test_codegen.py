@@ -249,8 +249,9 @@ class Manifest(unittest.TestCase):
             for d in (128, 256):
                 self.assertTrue(any(c.softcap and c.qk_type == qk and c.head_dim == d and c.causal for c in fmha))
         # About a second each: an append and four decode instances (two candidates for 16 rows, measured side by
-        # side by bench_decode.py --instances) per (page, head dim), a combine per row count and head dim.
-        self.assertLessEqual(len(paged), 30)
+        # side by bench_decode.py --instances) per (page, head dim), a combine per row count and head dim, and four
+        # Gluon decode instances (8 rows at pages of 64 and 16, the head-pair one, 32 rows for MQA).
+        self.assertLessEqual(len(paged), 31)
         for d in (64, 128):  # every page size has its append; every decode instance its combine
             for page in (16, 64):
                 self.assertTrue(any(c.stage == "append" and c.page == page and c.head_dim == d for c in paged))
@@ -334,8 +335,9 @@ class Manifest(unittest.TestCase):
         self.assertEqual(paged_op.gluon_vt_box(128, 64, 128), ([128, 64], 64))
         self.assertEqual(paged_op.gluon_vt_box(16, 64, 128), ([16, 128], 0))
         gluon = [c for c in manifest.instances() if isinstance(c, PagedConfig) and c.family == "gluon"]
-        # Pages of 64 and 16, and at 64 the head-pair instance.
-        self.assertEqual(sorted((c.page, c.head_pairs) for c in gluon), [(16, False), (64, False), (64, True)])
+        # Pages of 64 and 16 with 8 rows, and at 64 the head-pair instance and the 32-row one (MQA).
+        self.assertEqual(sorted((c.page, c.rows, c.head_pairs) for c in gluon),
+                         [(16, 8, False), (64, 8, False), (64, 8, True), (64, 32, False)])
         for c in gluon:
             _, types, _, _, _ = paged_op.compile_spec(c)
             box, swizzle = paged_op.gluon_vt_box(c.page, c.block_n, c.head_dim)

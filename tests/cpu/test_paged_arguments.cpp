@@ -108,6 +108,21 @@ int main() {
     CHECK(PagedDecode::can_implement(a).ok(), "MQA: " + PagedDecode::can_implement(a).to_string());
     CHECK(PagedDecode::splits_of(a) == 8, "MQA, 32 sequences at 32k: 32 programs -> 8 splits, got " +
                                               std::to_string(PagedDecode::splits_of(a)));
+    // Two instances hold 32 rows at pages of 64: the Gluon one is the pick (src/paged/paged.cpp find), the Triton
+    // one where the Gluon decode cannot run (soft-capping) and at pages of 16 (no Gluon 32-row instance there).
+    std::string const gluon32 = "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r32_n64_w4_s4_gluon";
+    if (compiled_op(gluon32.c_str())) {
+      char const* pick = PagedDecode::instance_of(a);
+      CHECK(pick != nullptr && pick == gluon32, std::string("MQA: the Gluon 32-row instance, got ") + (pick ? pick : "null"));
+      a.softcap = 30.0f;
+      pick = PagedDecode::instance_of(a);
+      CHECK(pick != nullptr && std::string(pick).find("_r32_") != std::string::npos &&
+                std::string(pick).find("gluon") == std::string::npos,
+            std::string("MQA soft-capped: a Triton 32-row instance, got ") + (pick ? pick : "null"));
+      CHECK(PagedDecode::splits_of(a) == 8, "MQA soft-capped: 8 splits, got " + std::to_string(PagedDecode::splits_of(a)));
+    } else {
+      std::printf("the Gluon 32-row decode is not in this build: its pick is not checked\n");
+    }
   }
   bool const pairs_compiled = compiled_op("fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s2_pairs_gluon") &&
                               compiled_op("fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s4_gluon");
