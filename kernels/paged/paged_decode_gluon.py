@@ -333,7 +333,17 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
     alpha = gl.exp2(m_i - m_new)
     prob = gl.where(visible, gl.exp2(st - m_new[None, :]), 0.0)
     l_i = l_i * alpha[None, :] + prob
-    p_hi, p_lo = _two_e4m3_terms(prob * ((vd / vd_max[None, :]) * E4M3_MAX))
+    _store_p(prob * ((vd / vd_max[None, :]) * E4M3_MAX), p_hi_smem, p_lo_smem, v_bufs, s, start, key_hi, NP, SUB,
+             BLOCK_N, HEAD_PAIRS)
+    return m_new, alpha, vd_max / E4M3_MAX, l_i, bad_keys
+
+
+@gluon.jit
+def _store_p(p, p_hi_smem, p_lo_smem, v_bufs, s, start, key_hi, NP: gl.constexpr, SUB: gl.constexpr,
+             BLOCK_N: gl.constexpr, HEAD_PAIRS: gl.constexpr):
+    """P^T's two e4m3 terms (p: [BLOCK_N, ROWS], at most 448) written to shared memory for P.V, the tail stage's
+    V^T columns past key_hi zeroed, fenced for the MMAs."""
+    p_hi, p_lo = _two_e4m3_terms(p)
     p_hi_smem.store(gl.permute(p_hi, (1, 0)))
     p_lo_smem.store(gl.permute(p_lo, (1, 0)))
     if start + BLOCK_N > key_hi:
@@ -343,7 +353,6 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
         else:
             _zero_tail(v_bufs, s, start, key_hi, NP, SUB)
     fence_async_shared()
-    return m_new, alpha, vd_max / E4M3_MAX, l_i, bad_keys
 
 
 @gluon.jit
@@ -384,16 +393,7 @@ def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit,
     # exp2(-inf) = 0 for the masked scores; P in [0, 448].
     prob = gl.exp2(st * rs[None, :] - (m_new - LOG2_E4M3_MAX)[None, :])
     l_i = l_i * alpha[None, :] + prob
-    p_hi, p_lo = _two_e4m3_terms(prob)
-    p_hi_smem.store(gl.permute(p_hi, (1, 0)))
-    p_lo_smem.store(gl.permute(p_lo, (1, 0)))
-    if start + BLOCK_N > key_hi:
-        if HEAD_PAIRS:
-            _zero_tail(v_bufs, s * 2, start, key_hi, NP, BLOCK_N)
-            _zero_tail(v_bufs, s * 2 + 1, start, key_hi, NP, BLOCK_N)
-        else:
-            _zero_tail(v_bufs, s, start, key_hi, NP, BLOCK_N)
-    fence_async_shared()
+    _store_p(prob, p_hi_smem, p_lo_smem, v_bufs, s, start, key_hi, NP, BLOCK_N, BLOCK_N, HEAD_PAIRS)
     return m_new, alpha, vd + gl.zeros_like(m_new), l_i, bad_keys
 
 
