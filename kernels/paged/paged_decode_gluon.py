@@ -1,6 +1,7 @@
 """Decode attention over the paged FP8 KV cache in Gluon: whole page slices loaded by TMA from a producer warp.
 
-The same computation and numerics as paged_decode_triton.paged_decode_kernel (its programs, one per (sequence,
+The same computation as paged_decode_triton.paged_decode_kernel, with its numerics except where UNIFORM_PAGE
+(below) rounds in another order (its programs, one per (sequence,
 kv head, chunk of ROWS query rows, split of the keys), are the work items here; the same partial output for the
 same combine kernel), with the loads taken off the MMA warps. In the Triton kernel every thread computes the addresses of its
 part of each K and V tile and issues cp.async itself: 255 registers, two CTAs per SM, and the H200 profile shows
@@ -30,6 +31,12 @@ each head's K and each column keeps its head's product, and O^T likewise: one on
 per stage for twice the bytes, and half as many item boundaries (bench_decode's (64, 8k), (128, 4k)'s bytes in half
 the items, read ~2% faster).
 The host (or the sweep) launches batch * heads_kv / 2 items with one split and one row chunk.
+
+UNIFORM_PAGE (on in the library's instances; it applies where PAGE >= BLOCK_N): a stage's keys lie in one page,
+so its block table entry and k / v descales are scalars, the k descale joins each row's scale (one FFMA a score into
+the exponential), P comes out of the exponential scaled to 448 (the v descale is then P.V's scale: no per-key
+factor relative to the stage's largest v descale), and the masks are built only for stages where some row's visible
+keys end (_softmax_block_page). Pages of 16 keep the general path (_softmax_block).
 
 Tail: the block that reaches past the split's (or sequence's) end masks its scores; its V^T columns past the end
 are zeroed in shared memory before P.V (P is 0 there, but a free slot poisoned with NaN times 0 is NaN).
