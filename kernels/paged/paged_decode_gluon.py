@@ -70,7 +70,6 @@ from common import numerics
 LOG2E = gl.constexpr(numerics.LOG2E)
 E4M3_MAX = gl.constexpr(numerics.E4M3_MAX)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
-FLT_MIN = gl.constexpr(1.1754943508222875e-38)
 # log2(448): P's exponent offset on the page path (_softmax_block_page), so that P comes out of the exponential
 # already scaled to e4m3's largest value.
 LOG2_E4M3_MAX = gl.constexpr(8.807354922057604)
@@ -331,10 +330,11 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
     st = st * kd * row_scale[None, :] * LOG2E
     visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & live[:, None]
     st = gl.where(visible, st, float("-inf"))
-    # P^T times each key's v descale relative to the largest among the keys some row sees, times 448 (the
+    # P^T times each key's v descale relative to the largest magnitude among the keys some row sees, times 448 (the
     # Triton kernel's); the scores' maximum and that largest descale in one reduction over the keys.
     seen = (key >= low_min) & (key < limit_max) & live
-    m_tile, vd_max = gl.reduce((st, gl.where(seen[:, None], vd, 0.0) + gl.zeros_like(st)), 0, _max_of_pairs)
+    m_tile, vd_max = gl.reduce((st, gl.where(seen[:, None], gl.abs(vd), 0.0) + gl.zeros_like(st)), 0,
+                               _max_of_pairs)
     vd_max = gl.where(vd_max > 0, vd_max, 1.0)
     m_new = gl.maximum(m_i, m_tile)
     alpha = gl.exp2(m_i - m_new)
@@ -363,7 +363,8 @@ def _store_p(p, p_hi_smem, p_lo_smem, v_bufs, s, start, key_hi, NP: gl.constexpr
 
 
 @gluon.jit
-def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, limit_min, low_max,
+def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softmax_scale, limit, low, limit_min,
+                        low_max,
                         v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
                         descale_stride_page, descale_stride_head, second, HEAD_DIM: gl.constexpr,
                         PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr,
@@ -385,35 +386,48 @@ def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit,
     dsc = page * descale_stride_page + hk * descale_stride_head
     kd = gl.load(KDescale + dsc)
     vd = gl.load(VDescale + dsc)
+    # Each row's scale of the raw product (row_scale = softmax_scale / the row's q scale, which is positive). Where
+    # it is positive for every row (softmax_scale > 0 and a positive k descale: any real one) the row maximum is
+    # taken on the raw product and scaled after, and the scale enters the exponential's FFMA. A zero, negative or
+    # NaN one takes the products scaled first, as the general path does: the same results as it for any descale
+    # (no -inf times 0, the maximum of the scaled scores).
+    positive = (softmax_scale > 0) & (kd > 0)
     if HEAD_PAIRS:  # each column its kv head's descales
-        kd = gl.where(second, gl.load(KDescale + dsc + descale_stride_head), kd)
+        kd_2 = gl.load(KDescale + dsc + descale_stride_head)
+        positive = positive & (kd_2 > 0)
+        kd = gl.where(second, kd_2, kd)
         vd = gl.where(second, gl.load(VDescale + dsc + descale_stride_head), vd)
-    # The row's scale of the raw product, kept positive so that the row maximum can be taken before scaling
-    # (and a zero descale times a masked -inf is -inf, not NaN).
-    rs = gl.maximum(row_scale * kd * LOG2E, FLT_MIN)
+    rs = row_scale * (kd * LOG2E)
+    if positive:
+        x = st
+        sc = rs
+    else:
+        x = st * rs[None, :]
+        sc = gl.full_like(rs, 1.0)
     if (start < low_max) | (start + BLOCK_N > gl.minimum(limit_min, key_hi)):
         key = start + gl.arange(0, BLOCK_N, layout=key_l)
         visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & (key < key_hi)[:, None]
-        st = gl.where(visible, st, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(st, 0) * rs)
+        x = gl.where(visible, x, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(x, 0) * sc)
     alpha = gl.exp2(m_i - m_new)
     # exp2(-inf) = 0 for the masked scores; P in [0, 448].
-    prob = gl.exp2(st * rs[None, :] - (m_new - LOG2_E4M3_MAX)[None, :])
+    prob = gl.exp2(x * sc[None, :] - (m_new - LOG2_E4M3_MAX)[None, :])
     l_i = l_i * alpha[None, :] + prob
     _store_p(prob, p_hi_smem, p_lo_smem, v_bufs, s, start, key_hi, NP, BLOCK_N, BLOCK_N, HEAD_PAIRS)
     return m_new, alpha, vd + gl.zeros_like(m_new), l_i, bad_keys
 
 
 @gluon.jit
-def _softmax_stage(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, low_min, limit_max, limit_min,
-                   low_max, v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
+def _softmax_stage(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softmax_scale, limit, low, low_min, limit_max,
+                   limit_min, low_max, v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
                    descale_stride_page, descale_stride_head, second, HEAD_DIM: gl.constexpr, PAGE: gl.constexpr,
                    ROWS: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr, HEAD_PAIRS: gl.constexpr,
                    UNIFORM_PAGE: gl.constexpr):
     """One stage's softmax: the page path where a stage lies inside one page (and UNIFORM_PAGE), else the general
     one."""
     if UNIFORM_PAGE and PAGE >= BLOCK_N:
-        return _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low, limit_min, low_max,
+        return _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softmax_scale, limit, low,
+                                   limit_min, low_max,
                                    v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
                                    descale_stride_page, descale_stride_head, second, HEAD_DIM, PAGE, ROWS, BLOCK_N,
                                    acc_layout, HEAD_PAIRS)
@@ -538,9 +552,9 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
             s = (it + i) % NUM_STAGES
             m_new, alpha, scale_pv, l_i, bad_keys = _softmax_stage(
                 _wait_merged(st, second, 0, HEAD_PAIRS), key_lo + i * BLOCK_N, key_hi, m_i, l_i,
-                bad_keys, row_scale, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s, p_hi_smem,
-                p_lo_smem, KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
-                second, HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS, UNIFORM_PAGE)
+                bad_keys, row_scale, softmax_scale, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s,
+                p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages, descale_stride_page,
+                descale_stride_head, second, HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS, UNIFORM_PAGE)
             pv = _issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout, HEAD_PAIRS)
             # The next stage's S^T runs under this P.V (the wait leaves its MMAs in flight).
             nxt = (it + i + 1) % NUM_STAGES
@@ -554,9 +568,9 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
         s = (it + last) % NUM_STAGES
         m_new, alpha, scale_pv, l_i, bad_keys = _softmax_stage(
             _wait_merged(st, second, 0, HEAD_PAIRS), key_lo + last * BLOCK_N, key_hi, m_i, l_i,
-            bad_keys, row_scale, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s, p_hi_smem,
-            p_lo_smem, KDescale, VDescale, table_row, hk, num_pages, descale_stride_page, descale_stride_head,
-            second, HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS, UNIFORM_PAGE)
+            bad_keys, row_scale, softmax_scale, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s,
+            p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages, descale_stride_page,
+            descale_stride_head, second, HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS, UNIFORM_PAGE)
         pv = _wait_merged(_issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout, HEAD_PAIRS),
                           second, 0, HEAD_PAIRS)
         mbarrier.arrive(empty.index(s), count=1)

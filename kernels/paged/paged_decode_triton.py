@@ -153,9 +153,10 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
     if MASKED:
         visible = visible & (key < key_hi)[:, None]
     st = tl.where(visible, st, float("-inf"))
-    # P^T times each key's v descale relative to the largest among the keys some row sees (a key no row sees,
-    # e.g. before a window inside the block, must not coarsen the others), times 448, as two e4m3 terms. The
-    # ratio is taken first: 448 / vd_max overflows for descales below ~1e-36.
+    # P^T times each key's v descale relative to the largest magnitude among the keys some row sees (a key no row
+    # sees, e.g. before a window inside the block, must not coarsen the others), times 448, as two e4m3 terms (a
+    # negative descale, which x = e4m3 * descale allows, stays within +-448). The ratio is taken first: 448 / vd_max
+    # overflows for descales below ~1e-36.
     seen = (key >= low_min) & (key < limit_max)
     if MASKED:
         seen = seen & (key < key_hi)
@@ -163,7 +164,7 @@ def _decode_block(start, key_hi, limit, low, low_min, limit_max, qt_hi, qt_lo, r
     # memory between two barriers. The scores' maximum and the v descales' maximum go through one reduction of a
     # pair (+2-3.5% TB/s on the H200 against two, docs/perf/NOTES.md); vd_max comes out once per column (the same
     # value in each).
-    m_tile, vd_max = tl.reduce((st, tl.broadcast_to(tl.where(seen, vd, 0.0)[:, None], st.shape)), 0,
+    m_tile, vd_max = tl.reduce((st, tl.broadcast_to(tl.where(seen, tl.abs(vd), 0.0)[:, None], st.shape)), 0,
                                _max_of_pairs)
     vd_max = tl.where(vd_max > 0, vd_max, 1.0)
     m_new = tl.maximum(m_i, m_tile)

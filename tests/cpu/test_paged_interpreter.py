@@ -206,6 +206,27 @@ class Decode(unittest.TestCase):
         want = reference(from_bf16_bits(qb).astype(np.float64), cache, 1 / 8, 20)
         self.assertLess(np.linalg.norm(got - want) / np.linalg.norm(want), 5e-3)
 
+    def test_zero_and_negative_descales(self):
+        # x = e4m3 * descale with any sign: a page whose k descale is 0 (scores 0), one whose k descale is negative
+        # on one head and v descale negative on the other, in the same 64-key block as positive pages of 16 (P is
+        # scaled against the largest magnitude of v descale: against the largest value, the negative page's P
+        # would pass +-448 and saturate).
+        rng = np.random.default_rng(4)
+        cache = Cache(rng, [100, 70], 2, 64, 16, True)
+        for b in range(2):
+            p0, p1 = cache.block_table[b, 0], cache.block_table[b, 1]
+            cache.kd[p0] = 0.0
+            cache.kd[p1, 0] *= -3
+            cache.vd[p1, 1] *= -3
+        page_index = np.arange(cache.kd.shape[0])
+        cache.kf = decode_e4m3(cache.k_bytes) * cache.kd[page_index][:, None, :, None]
+        cache.vf = decode_e4m3(cache.v_bytes) * cache.vd[page_index][:, None, :, None]
+        q = rng.standard_normal((2, 1, 4, 64))
+        got, qb = run_decode(q, cache, 2, 16)
+        self.assertTrue(np.isfinite(got).all())
+        want = reference(from_bf16_bits(qb).astype(np.float64), cache, 1 / 8)
+        self.assertLess(np.linalg.norm(got - want) / np.linalg.norm(want), 5e-3)
+
     def test_tiny_values_do_not_overflow_the_e4m3_scales(self):
         # A q row of values near 1e-37 and v descales of 1e-37: 448 / amax would be inf (and 0 * inf NaN).
         rng = np.random.default_rng(2)

@@ -56,15 +56,21 @@ def build(seqlens, heads_kv, head_dim, page, per_page, gen):
     cache.v_descale.copy_(vd if per_page else vd.expand(1, heads_kv))
     cache.k_pages.view(torch.uint8).fill_(NAN_E4M3)
     cache.v_pages.view(torch.uint8).fill_(NAN_E4M3)
-    kv = []
     for b, s in enumerate(seqlens):
         k = (torch.randn((1, s, heads_kv, head_dim), generator=gen) * 2 + 0.5).to(torch.bfloat16).cuda()
         v = torch.randn((1, s, heads_kv, head_dim), generator=gen).to(torch.bfloat16).cuda()
         if s:
             append(cache, k, v, table[b:b + 1], torch.zeros(1, dtype=torch.int32, device="cuda"))
-        kv.append(None)
     torch.cuda.synchronize()
-    # The reference reads back what append wrote (its bytes are checked in test_append_bytes).
+    return cache, table, torch.tensor(seqlens, dtype=torch.int32, device="cuda"), dequantized(cache, table, seqlens)
+
+
+def dequantized(cache, table, seqlens):
+    """float64 K/V per sequence from the cache's bytes and descales as they are now: the reference reads back what
+    append wrote (its bytes are checked in test_append_bytes)."""
+    _, page, heads_kv, head_dim = cache.k_pages.shape
+    per_page = cache.k_descale.shape[0] > 1  # build's caches have 3 pages or more
+    kv = [None] * len(seqlens)
     for b, s in enumerate(seqlens):
         if s == 0:
             kv[b] = (torch.zeros((0, heads_kv, head_dim), dtype=torch.float64),) * 2
@@ -77,7 +83,7 @@ def build(seqlens, heads_kv, head_dim, page, per_page, gen):
         dk = cache.k_descale[pages if per_page else torch.zeros_like(pages)].double().cpu()[:, :, None]
         dv = cache.v_descale[pages if per_page else torch.zeros_like(pages)].double().cpu()[:, :, None]
         kv[b] = (kq * dk, vq * dv)
-    return cache, table, torch.tensor(seqlens, dtype=torch.int32, device="cuda"), kv
+    return kv
 
 
 def reference(q, kv, seqlens, scale, window_left=-1, softcap=0.0):
@@ -178,6 +184,31 @@ def test_each_decode_instance_against_float64(name, seed):
         o = decode(q, cache, table, seqlens, max(lengths), num_splits=splits, kernel_name=name)
         torch.cuda.synchronize()
         assert torch.isfinite(o).all(), "a NaN free slot or page reached O"
+        err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
+        assert err < 5e-3, f"{name}, {splits} splits: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("name", decode_instances())
+def test_zero_and_negative_descales(name, seed):
+    """Descales as the cache's formula x = e4m3 * descale takes them, whatever their sign: a page whose k descale is
+    0 (its keys' scores 0), pages whose k or v descale is negative (their keys or values negated), against float64
+    on the same descales. The Gluon decode's page path takes the row maximum on the unscaled product only where the
+    scale is positive; these pages take its scaled-first branch. Every compiled decode instance by name."""
+    page, d = (int(x) for x in re.search(r"_p(\d+)x(\d+)_", name).groups())
+    gen = cpu_generator(seed)
+    lengths = [page + 1, 1000]
+    cache, table, seqlens, _ = build(lengths, 8, d, page, True, gen)
+    for b in range(len(lengths)):
+        cache.k_descale[table[b, 0].long()] = 0.0
+        cache.k_descale[table[b, 1].long(), ::2] *= -1
+        cache.v_descale[table[b, 1].long(), 1::2] *= -1
+    kv = dequantized(cache, table, lengths)
+    q = torch.randn((len(lengths), 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
+    ref = reference(q, kv, lengths, 1 / math.sqrt(d))
+    for splits in (1, ) if "_pairs" in name else (1, 3):
+        o = decode(q, cache, table, seqlens, max(lengths), num_splits=splits, kernel_name=name)
+        torch.cuda.synchronize()
+        assert torch.isfinite(o).all(), f"{name}, {splits} splits: non-finite output"
         err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
         assert err < 5e-3, f"{name}, {splits} splits: relative error {err:.2e}"
 
