@@ -363,7 +363,7 @@ def _store_p(p, p_hi_smem, p_lo_smem, v_bufs, s, start, key_hi, NP: gl.constexpr
 
 
 @gluon.jit
-def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softmax_scale, limit, low, limit_min,
+def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, row_scale_min, limit, low, limit_min,
                         low_max,
                         v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
                         descale_stride_page, descale_stride_head, second, HEAD_DIM: gl.constexpr,
@@ -386,15 +386,16 @@ def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softma
     dsc = page * descale_stride_page + hk * descale_stride_head
     kd = gl.load(KDescale + dsc)
     vd = gl.load(VDescale + dsc)
-    # Each row's scale of the raw product (row_scale = softmax_scale / the row's q scale, which is positive). Where
-    # it is positive for every row (softmax_scale > 0 and a positive k descale: any real one) the row maximum is
-    # taken on the raw product and scaled after, and the scale enters the exponential's FFMA. A zero, negative or
-    # NaN one takes the products scaled first, as the general path does: the same results as it for any descale
-    # (no -inf times 0, the maximum of the scaled scores).
-    positive = (softmax_scale > 0) & (kd > 0)
+    # Each row's scale of the raw product (row_scale = softmax_scale / the row's q scale). Where it is positive for
+    # every row the row maximum is taken on the raw product and scaled after, and the scale enters the exponential's
+    # FFMA. The test is on the smallest row scale times the descale, as rounded (rounding is monotone, so every
+    # row's product is at least that): a descale so small that a product rounds to 0 would otherwise make a masked
+    # -inf times 0 NaN. A zero, negative, NaN or vanishing scale takes the products scaled first, as the general
+    # path does: the same results as it for any descale.
+    positive = (row_scale_min > 0) & (row_scale_min * (kd * LOG2E) > 0)
     if HEAD_PAIRS:  # each column its kv head's descales
         kd_2 = gl.load(KDescale + dsc + descale_stride_head)
-        positive = positive & (kd_2 > 0)
+        positive = positive & (row_scale_min * (kd_2 * LOG2E) > 0)
         kd = gl.where(second, kd_2, kd)
         vd = gl.where(second, gl.load(VDescale + dsc + descale_stride_head), vd)
     rs = row_scale * (kd * LOG2E)
@@ -418,7 +419,7 @@ def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softma
 
 
 @gluon.jit
-def _softmax_stage(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softmax_scale, limit, low, low_min, limit_max,
+def _softmax_stage(st, start, key_hi, m_i, l_i, bad_keys, row_scale, row_scale_min, limit, low, low_min, limit_max,
                    limit_min, low_max, v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
                    descale_stride_page, descale_stride_head, second, HEAD_DIM: gl.constexpr, PAGE: gl.constexpr,
                    ROWS: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr, HEAD_PAIRS: gl.constexpr,
@@ -426,7 +427,8 @@ def _softmax_stage(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softmax_sca
     """One stage's softmax: the page path where a stage lies inside one page (and UNIFORM_PAGE), else the general
     one."""
     if UNIFORM_PAGE and PAGE >= BLOCK_N:
-        return _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, softmax_scale, limit, low,
+        gl.static_assert(PAGE % BLOCK_N == 0, "a stage inside one page")
+        return _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, row_scale_min, limit, low,
                                    limit_min, low_max,
                                    v_bufs, s, p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages,
                                    descale_stride_page, descale_stride_head, second, HEAD_DIM, PAGE, ROWS, BLOCK_N,
@@ -521,6 +523,7 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     q_lo_smem.store(q_lo)
     fence_async_shared()
     row_scale = gl.convert_layout(softmax_scale / q_scale, row_l)
+    row_scale_min = gl.min(row_scale, 0)  # the page path's test of positive row scales
 
     tok, head, row_ok, second = _row_map(gl.arange(0, ROWS, layout=row_l), chunk, hk, group, q_len, ROWS,
                                          HEAD_PAIRS)
@@ -552,7 +555,7 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
             s = (it + i) % NUM_STAGES
             m_new, alpha, scale_pv, l_i, bad_keys = _softmax_stage(
                 _wait_merged(st, second, 0, HEAD_PAIRS), key_lo + i * BLOCK_N, key_hi, m_i, l_i,
-                bad_keys, row_scale, softmax_scale, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s,
+                bad_keys, row_scale, row_scale_min, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s,
                 p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages, descale_stride_page,
                 descale_stride_head, second, HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS, UNIFORM_PAGE)
             pv = _issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout, HEAD_PAIRS)
@@ -568,7 +571,7 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
         s = (it + last) % NUM_STAGES
         m_new, alpha, scale_pv, l_i, bad_keys = _softmax_stage(
             _wait_merged(st, second, 0, HEAD_PAIRS), key_lo + last * BLOCK_N, key_hi, m_i, l_i,
-            bad_keys, row_scale, softmax_scale, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s,
+            bad_keys, row_scale, row_scale_min, limit, low, low_min, limit_max, limit_min, low_max, v_bufs, s,
             p_hi_smem, p_lo_smem, KDescale, VDescale, table_row, hk, num_pages, descale_stride_page,
             descale_stride_head, second, HEAD_DIM, PAGE, ROWS, BLOCK_N, acc_layout, HEAD_PAIRS, UNIFORM_PAGE)
         pv = _wait_merged(_issue_pv_item(v_bufs, s, p_hi_smem, p_lo_smem, HEAD_DIM, ROWS, NP, acc_layout, HEAD_PAIRS),

@@ -120,6 +120,13 @@ int main() {
                 std::string(pick).find("gluon") == std::string::npos,
             std::string("MQA soft-capped: a Triton 32-row instance, got ") + (pick ? pick : "null"));
       CHECK(PagedDecode::splits_of(a) == 8, "MQA soft-capped: 8 splits, got " + std::to_string(PagedDecode::splits_of(a)));
+      a.softcap = 0.0f;
+      a.cache.page_size = 16;
+      a.cache.max_pages = 32768 / 16;
+      pick = PagedDecode::instance_of(a);
+      CHECK(pick != nullptr && std::string(pick).find("_p16x128_r32_") != std::string::npos &&
+                std::string(pick).find("gluon") == std::string::npos,
+            std::string("MQA at pages of 16: the Triton 32-row instance, got ") + (pick ? pick : "null"));
     } else {
       std::printf("the Gluon 32-row decode is not in this build: its pick is not checked\n");
     }

@@ -120,7 +120,11 @@ def reference(q, kv, seqlens, scale, window_left=-1, softcap=0.0):
     # of different lengths, its ring running from one into the next.
     dict(seqlens=[(i * 677) % 1500 + 1 for i in range(64)], heads_q=32, heads_kv=8, q_len=1, per_page=True,
          splits=1),
-], ids=["gqa-ragged", "spec4-static", "mqa-spec8", "gqa3", "splits80", "chunk96", "items512"])
+    # 32 rows per kv head, the 32-row instances' (the Gluon one at pages of 64): MQA, and 8 speculative tokens of
+    # GQA 4:1 (per-row limits: the page path's masked last stages).
+    dict(seqlens=[333, 2000, 64], heads_q=32, heads_kv=1, q_len=1, per_page=True, splits=0),
+    dict(seqlens=[333, 2000, 64], heads_q=32, heads_kv=8, q_len=8, per_page=True, splits=0),
+], ids=["gqa-ragged", "spec4-static", "mqa-spec8", "gqa3", "splits80", "chunk96", "items512", "mqa32", "spec8-gqa4"])
 def test_decode_against_float64(page, case, seed):
     d = 128
     if not compiled(page, d):
@@ -191,17 +195,21 @@ def test_each_decode_instance_against_float64(name, seed):
 @pytest.mark.parametrize("name", decode_instances())
 def test_zero_and_negative_descales(name, seed):
     """Descales as the cache's formula x = e4m3 * descale takes them, whatever their sign: a page whose k descale is
-    0 (its keys' scores 0), pages whose k or v descale is negative (their keys or values negated), against float64
-    on the same descales. The Gluon decode's page path takes the row maximum on the unscaled product only where the
-    scale is positive; these pages take its scaled-first branch. Every compiled decode instance by name."""
+    0 (its keys' scores 0), pages whose k or v descale is negative (their keys or values negated; three times the
+    others' magnitude, so that a P scaled against the largest v descale rather than the largest magnitude would
+    saturate), a k descale of 1e-44 (a row scale times it rounds to 0) in a masked last stage, against float64 on
+    the same descales. The Gluon decode's page path takes the row maximum on the unscaled product only where every
+    row's scale is positive as rounded; these pages take its scaled-first branch. Every compiled decode instance by
+    name."""
     page, d = (int(x) for x in re.search(r"_p(\d+)x(\d+)_", name).groups())
     gen = cpu_generator(seed)
     lengths = [page + 1, 1000]
     cache, table, seqlens, _ = build(lengths, 8, d, page, True, gen)
     for b in range(len(lengths)):
         cache.k_descale[table[b, 0].long()] = 0.0
-        cache.k_descale[table[b, 1].long(), ::2] *= -1
-        cache.v_descale[table[b, 1].long(), 1::2] *= -1
+        cache.k_descale[table[b, 1].long(), ::2] *= -3
+        cache.k_descale[table[b, 1].long(), 1::2] = 1e-44
+        cache.v_descale[table[b, 1].long(), 1::2] *= -3
     kv = dequantized(cache, table, lengths)
     q = torch.randn((len(lengths), 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
     ref = reference(q, kv, lengths, 1 / math.sqrt(d))
