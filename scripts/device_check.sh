@@ -45,7 +45,8 @@
 #              window / window_causal the 4k sliding window at S=32k and plain causal there (the same instance),
 #              apply_fp8 / apply_int8_qk one fused accuracy-mode call's three quantize apply launches at D=128
 #              S=2048 B=16, mode_fp8_d64 / mode_int8_d64 the attention kernel alone on the two modes' operands at
-#              D=64 S=2048 full, mode_*_d64_causal8k the same at D=64 S=8192 causal)
+#              D=64 S=2048 full, mode_*_d64_causal8k the same at D=64 S=8192 causal); NCU_STALLS=1 adds every
+#              stall reason and pipe utilization as metrics (NCU_LINES: how many lines of each profile to print)
 #   consan     Triton's concurrency sanitizer (ConSan, FP8ATTN_CONSAN=1: shared-memory and mbarrier races
 #              checked on the device) over every Gluon instance (attention and paged decode), built instrumented
 #              into build-consan and run through the GPU tests that force each instance by name, and beside
@@ -142,12 +143,17 @@ if step ncu; then
     [[ $target == varlen_* ]] && kernels="fmha_fwd|transpose_v" skip=6 count=2
     # apply_*: one fused mode call's three quantize apply launches (Q, K, V), the 4th call's.
     [[ $target == apply_* ]] && kernels="quantize_apply" skip=9 count=3
+    # NCU_STALLS=1 adds each stall reason's warps per issued instruction and each pipe's share of its peak (the
+    # sections print only the top reasons); the grep then shows them.
+    metrics=()
+    [[ ${NCU_STALLS:-0} == 1 ]] && metrics=(--metrics
+      "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active")
     PYTHONPATH=build/python timeout 300 "$NCU" --clock-control none --kernel-name regex:"$kernels" \
       --launch-skip $skip --launch-count $count --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section Occupancy \
-      python3 bench/ncu_targets.py $target > "$OUT/ncu_$target.txt" 2>&1 || status=1
-    grep -E "kernel:|transpose_v|fmha_fwd|quantize_apply|Duration|Throughput|Hit Rate|Issue Slots|Issued Warp|Stall|Pipe|Eligible" \
-      "$OUT/ncu_$target.txt" | head -60
+      "${metrics[@]}" python3 bench/ncu_targets.py $target > "$OUT/ncu_$target.txt" 2>&1 || status=1
+    grep -E "kernel:|transpose_v|fmha_fwd|quantize_apply|Duration|Throughput|Hit Rate|Issue Slots|Issued Warp|Stall|Pipe|Eligible|issue_stalled|inst_executed_pipe" \
+      "$OUT/ncu_$target.txt" | head -${NCU_LINES:-60}
   done
 fi
 if step modes; then
