@@ -55,6 +55,8 @@ TMA descriptors (host; two dimensions, innermost last):
               written row-major, the bytes of _vt_core_layout
 """
 
+import math
+
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -72,7 +74,7 @@ E4M3_MAX = gl.constexpr(numerics.E4M3_MAX)
 NEG_BIG = gl.constexpr(numerics.NEG_BIG)
 # log2(448): P's exponent offset on the page path (_softmax_block_page), so that P comes out of the exponential
 # already scaled to e4m3's largest value.
-LOG2_E4M3_MAX = gl.constexpr(8.807354922057604)
+LOG2_E4M3_MAX = gl.constexpr(math.log2(numerics.E4M3_MAX))
 
 
 @gluon.constexpr_function
@@ -328,7 +330,7 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
         kd = gl.where(second[None, :], kd_2, kd)
         vd = gl.where(second[None, :], vd_2, vd)
     st = st * kd * row_scale[None, :] * LOG2E
-    visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & live[:, None]
+    visible = _visible(key, limit, low, live)
     st = gl.where(visible, st, float("-inf"))
     # P^T times each key's v descale relative to the largest magnitude among the keys some row sees, times 448 (the
     # Triton kernel's); the scores' maximum and that largest descale in one reduction over the keys.
@@ -343,6 +345,12 @@ def _softmax_block(st, start, key_hi, m_i, l_i, bad_keys, row_scale, limit, low,
     _store_p(prob * ((vd / vd_max[None, :]) * E4M3_MAX), p_hi_smem, p_lo_smem, v_bufs, s, start, key_hi, NP, SUB,
              BLOCK_N, HEAD_PAIRS)
     return m_new, alpha, vd_max / E4M3_MAX, l_i, bad_keys
+
+
+@gluon.jit
+def _visible(key, limit, low, live):
+    """[keys, rows]: which row sees which key (keys [low, limit) of each row's, live keys only)."""
+    return (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & live[:, None]
 
 
 @gluon.jit
@@ -407,8 +415,7 @@ def _softmax_block_page(st, start, key_hi, m_i, l_i, bad_keys, row_scale, row_sc
         sc = gl.full_like(rs, 1.0)
     if (start < low_max) | (start + BLOCK_N > gl.minimum(limit_min, key_hi)):
         key = start + gl.arange(0, BLOCK_N, layout=key_l)
-        visible = (key[:, None] < limit[None, :]) & (key[:, None] >= low[None, :]) & (key < key_hi)[:, None]
-        x = gl.where(visible, x, float("-inf"))
+        x = gl.where(_visible(key, limit, low, key < key_hi), x, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(x, 0) * sc)
     alpha = gl.exp2(m_i - m_new)
     # exp2(-inf) = 0 for the masked scores; P in [0, 448].
