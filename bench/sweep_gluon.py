@@ -6,7 +6,10 @@ a float64 reference before its time counts. Used to decide what goes into kernel
         --variant old=/tmp/old_gluon.py [--csv out.csv] [--seqlens 512,8192]
 
 A variant is name=path[:CONST=int,...] (BLOCK_N among them sets the key tile, the library's per head dim
-otherwise; NUM_CONSUMERS=3 runs 192-row query blocks over three consumer warpgroups); the path is a module defining
+otherwise; NUM_CONSUMERS=3 (4) runs 192-row (256-row) query blocks over three (four) consumer warpgroups;
+CONSUMER_REGS sets the worker consumers' registers, MAXNREG the registers a thread starts with (a compile option),
+CTAS_PER_SM the programs per SM of the persistent grid: CTAS_PER_SM=2,MAXNREG=80,CONSUMER_REGS=104 runs two 12-warp
+CTAs an SM); the path is a module defining
 fmha_fwd_gluon_kernel with the argument list of the library's kernel (kernels/ is put on sys.path for its
 imports). The library's kernel imports its parts (kernels/fmha_fwd/gluon_*.py) as the package fmha_fwd, so every
 variant loaded by path shares this checkout's parts: a variant that changes a part is a self-contained copy (as
@@ -191,6 +194,10 @@ class Problem:
         # A variant may set its key tile (BLOCK_N); the library's per head dim otherwise.
         constexprs = dict(constexprs)
         block_n = constexprs.pop("BLOCK_N", self.block_n)
+        # Two CTAs an SM (CTAS_PER_SM=2 with MAXNREG=80 and CONSUMER_REGS=104: 12 warps at 80 registers a thread
+        # each): not constexprs but the grid and a compile option.
+        ctas_per_sm = constexprs.pop("CTAS_PER_SM", 1)
+        options = {"maxnreg": constexprs.pop("MAXNREG")} if "MAXNREG" in constexprs else {}
         plain, permuted, natural = self.descriptors(block_n)
         descs = list(plain)
         # NUM_CONSUMERS = 3: 192-row query blocks, Q loaded as three 64-row boxes (a box has power-of-two extents).
@@ -226,7 +233,7 @@ class Problem:
         # Persistent versions take the batch and launch at most one program per SM.
         persistent = "batch" in kernel.arg_names
         programs = triton.cdiv(p["seqlen_q"], block_m) * p["batch"] * p["heads_q"]
-        grid = (min(programs, self.sms),) if persistent else (programs,)
+        grid = (min(programs, ctas_per_sm * self.sms),) if persistent else (programs,)
         extra = {"batch": p["batch"]} if persistent else {}
         # By keyword: the kernel's parameter list grows (descale strides, windows) and positions would shift.
         # Per-tensor descales: every descale stride 0; no window (-1: unlimited), no soft-capping.
@@ -252,7 +259,7 @@ class Problem:
                             seqlen_q=p["seqlen_q"], seqlen_k=p["seqlen_k"], heads_q=p["heads_q"],
                             group_size=p["heads_q"] // p["heads_kv"], write_lse=1, **extra,
                             HEAD_DIM=p["head_dim"], BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=self.causal,
-                            **constexprs, num_warps=4)
+                            **constexprs, num_warps=4, **options)
 
     @staticmethod
     def serialized(compiled):

@@ -344,8 +344,14 @@ def _gluon_compile_spec(c: FmhaConfig):
     # V^T, D=64 and 128, 128-key tiles (the registers of 160 a thread hold no wider S).
     three_ok = (c.qk_type in ("e4m3", "i8") and c.v_type == "e4m3" and c.v_key_permuted and not c.varlen
                 and c.head_dim in (64, 128) and c.block_n == 128)
-    block_m_ok = c.block_m == 2 * GLUON_WG_M or (c.block_m == 3 * GLUON_WG_M and three_ok)
-    tile_ok = ((c.head_dim in (64, 128) and (c.block_n == 128 or (c.block_n == 256 and wide_ok)))
+    # 64-key tiles: INT8 Q.K^T at D=64 (one k descale block a tile). Four consumer warpgroups (256-row blocks) take
+    # only these: S, P, O and the fresh P.V product of a 128-key tile do not fit the 112-120 registers a consumer
+    # thread gets there (ptxas: 19 local loads or stores per tile).
+    narrow_ok = int8 and c.v_key_permuted and not c.varlen and c.head_dim == 64
+    block_m_ok = (c.block_m == 2 * GLUON_WG_M or (c.block_m == 3 * GLUON_WG_M and three_ok)
+                  or (c.block_m == 4 * GLUON_WG_M and narrow_ok and c.block_n == 64))
+    tile_ok = ((c.head_dim in (64, 128) and (c.block_n == 128 or (c.block_n == 256 and wide_ok)
+                                               or (c.block_n == 64 and narrow_ok)))
                or (c.head_dim == 256 and (c.block_n == 64 or (c.block_n == 128 and not bf16)) and not int8))
     supported = ((c.qk_type == "e4m3" and c.v_type == "e4m3" and not c.block_descale) or
                  (int8 and c.v_type == "e4m3") or bf16) and (
@@ -411,6 +417,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                   # LAZY_RESCALE (BF16: a row's frame kept until its maximum grows by 2^16, the accumulator's rescale
                   # skipped per warp): a sweep switch (bench/sweep_gluon.py), no gain (docs/perf/NOTES.md, 2026-12-05).
                   "LAZY_RESCALE": False,
+                  # The consumers' registers: the kernel's own choice for its consumer count (_worker_regs).
+                  "CONSUMER_REGS": 0,
                   "INT8_INF_SELECTS": gluon_int8_inf_selects(c.head_dim, c.block_m, c.block_n, c.causal,
                                                              c.is_int8_qk, c.row_sum_mma)}
     return params, types, constexprs, c.warps, c.stages

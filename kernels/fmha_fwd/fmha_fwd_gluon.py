@@ -10,7 +10,9 @@ tile of O for one (batch, head_q), in three warp-specialized partitions:
     consumer 0    the default partition (num_warps = 4, one warpgroup): query rows [0, 64) of the block
     consumer 1    a 4-warp worker: query rows [64, 128)
     (consumer 2   NUM_CONSUMERS = 3, the 192-row instances (INT8 D=64 full attention): rows [128, 192) of a
-                  192-row block, Q as three 64-row TMA boxes, 160-168 registers a consumer thread instead of 240)
+                  192-row block, Q as three 64-row TMA boxes, 160-168 registers a consumer thread instead of 240;
+     consumer 3   NUM_CONSUMERS = 4, 256-row blocks (INT8 D=64 with 64-key tiles; an experiment of
+                  bench/sweep_gluon.py, not in the library): 112-120 registers, no S-ahead (_worker_regs))
 
 Files: this module is the kernel itself (shared memory, barriers, the partitions and their registers); its parts
 are gluon_schedule.py (the persistent schedule and a block's key range, shared by both partitions),
@@ -78,8 +80,9 @@ sequence's rows. LSE stays [batch, heads_q, max_seqlen_q].
 
 Unlike Triton 3.6's tl.range(warp_specialize=True), the partitions here keep the row frame, so LSE is right.
 
-Persistent: at most one program per SM (the consumers' registers leave room for one CTA) walks the query
-blocks program_id, program_id + num_programs, ...; the producer loads the next block's Q as soon as both
+Persistent: at most one program per SM (the consumers' registers leave room for one CTA; bench/sweep_gluon.py's
+CTAS_PER_SM=2 experiment compiles at 80 registers a thread, consumers at 104 (CONSUMER_REGS), to fit two) walks the
+query blocks program_id, program_id + num_programs, ...; the producer loads the next block's Q as soon as both
 consumers have issued their last S of the current one, and the K/V ring runs on across blocks, so a block's
 loads overlap the previous block's last P.V and output store. TILE_INFO_HANDOFF (per instance,
 codegen/operations/fmha_fwd.py gluon_tile_info_handoff): only the producer computes a block's place in the
@@ -138,6 +141,22 @@ from fmha_fwd.gluon_schedule import TILE_INFO
 from fmha_fwd.gluon_softmax import _store_e4m3_ones, _sum_width
 
 
+@gluon.constexpr_function
+def _worker_regs(NUM_CONSUMERS, CONSUMER_REGS):
+    """Registers a thread of each worker consumer warpgroup asks for (setmaxnreg); the default partition (consumer 0)
+    gets what the others leave of the pool, the producer 24 (with or without TRANSPOSE_V: 32 left the first consumer
+    232 instead of 240, and ptxas spilled at D=64; the transposes fit in 24). Triton pads the producer warp to a
+    warpgroup and starts every thread with the pool divided evenly, rounded down to a multiple of 8:
+      two consumers    12 warps, 168 a thread: 240 for the worker, 240 left to the default partition;
+      three            16 warps, 128: 160 each, 168 left;
+      four             20 warps, 96 (61440 of the 65536): 112 each, 120 left.
+    CONSUMER_REGS (a sweep switch; 0 in the library's instances) overrides it, e.g. for a kernel compiled with a
+    lower maxnreg so that two CTAs share an SM."""
+    if CONSUMER_REGS:
+        return CONSUMER_REGS
+    return {2: 240, 3: 160, 4: 112}[NUM_CONSUMERS]
+
+
 @gluon.jit
 def fmha_fwd_gluon_kernel(
     q_desc, k_desc, vt_desc, o_desc, LSE,
@@ -159,7 +178,7 @@ def fmha_fwd_gluon_kernel(
     RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2, K_DESCALE_UNIT_STRIDE: gl.constexpr = False,
     Q_BUFFERS: gl.constexpr = 1, TILE_INFO_HANDOFF: gl.constexpr = False, Q_IN_REGS: gl.constexpr = False,
     HALF_LAST: gl.constexpr = False, HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
-    INT8_INF_SELECTS: gl.constexpr = True,
+    INT8_INF_SELECTS: gl.constexpr = True, CONSUMER_REGS: gl.constexpr = 0,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -172,9 +191,12 @@ def fmha_fwd_gluon_kernel(
     # NUM_CONSUMERS = 3 (192-row query blocks): three consumer warpgroups of 160-168 registers, so that each SM
     # sub-partition has three consumer warps to issue from instead of two (ncu, H200: 0.55 eligible warps of 3 per
     # scheduler at D=128). Dense e4m3 or INT8 Q.K^T with a V^T up to head_dim 128 only.
-    gl.static_assert(NUM_CONSUMERS == 2 or (NUM_CONSUMERS == 3 and not V_NATURAL and not VARLEN and not TRANSPOSE_V
-                                            and HEAD_DIM <= 128),
-                     "three consumers: no bf16, varlen or in-kernel V transpose; head_dim <= 128")
+    # NUM_CONSUMERS = 4 (256-row query blocks): four consumer warpgroups of 112-120 registers, SageAttention's count
+    # of independent warpgroups per SM (its INT8 Q.K^T kernel at D=64: four single-warpgroup CTAs); with so few
+    # registers only 64-key tiles at D=64 fit (_consumer's S_AHEAD budget).
+    gl.static_assert(NUM_CONSUMERS == 2 or ((NUM_CONSUMERS == 3 or NUM_CONSUMERS == 4) and not V_NATURAL and not VARLEN
+                                            and not TRANSPOSE_V and HEAD_DIM <= 128),
+                     "three or four consumers: no bf16, varlen or in-kernel V transpose; head_dim <= 128")
     # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
     gl.static_assert(not VARLEN or HEAD_DIM <= 128, "varlen: up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -186,8 +208,9 @@ def fmha_fwd_gluon_kernel(
     # instances use 224 KB of the 227 already; a second Q is 32 KB more in e4m3, 64 KB in bf16).
     gl.static_assert(Q_BUFFERS == 1 or (Q_BUFFERS == 2 and HEAD_DIM <= 128),
                      "one Q buffer, or two up to head_dim 128 (shared memory)")
-    if NUM_CONSUMERS == 3:
-        # A TMA box has power-of-two extents: the host's Q box is one warpgroup's 64 rows, three of them a block.
+    if NUM_CONSUMERS >= 3:
+        # A TMA box has power-of-two extents: the host's Q box is one warpgroup's 64 rows, three (four) of them a
+        # block.
         q_smem = gl.allocate_shared_memory(q_desc.dtype, [Q_BUFFERS * NUM_CONSUMERS] + q_desc.block_type.shape,
                                            q_desc.layout)
     elif Q_BUFFERS == 1:
@@ -207,9 +230,12 @@ def fmha_fwd_gluon_kernel(
         v_bufs = gl.allocate_shared_memory(vt_desc.dtype, [NUM_STAGES] + vt_desc.block_type.shape, vt_desc.layout)
         v_raw = v_bufs  # unused (a placeholder of the parameter)
     o_smem0 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
-    o_smem2 = o_smem0  # a third consumer's (NUM_CONSUMERS = 3)
-    if NUM_CONSUMERS == 3:
+    o_smem2 = o_smem0  # a third consumer's (NUM_CONSUMERS >= 3)
+    o_smem3 = o_smem0  # a fourth consumer's (NUM_CONSUMERS = 4)
+    if NUM_CONSUMERS >= 3:
         o_smem2 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
+    if NUM_CONSUMERS == 4:
+        o_smem3 = gl.allocate_shared_memory(o_desc.dtype, o_desc.block_type.shape, o_desc.layout)
     if V_NATURAL and HEAD_DIM > 128:
         # BF16 at D=256: Q (64 KB), two K and two V stages (128 KB) and one O buffer (32 KB) fill the 227 KB; the
         # consumers take turns on it (o_free: released once a warpgroup's TMA store has read it).
@@ -276,40 +302,58 @@ def fmha_fwd_gluon_kernel(
     producer_args = (q_desc, k_desc, vt_desc, q_smem, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                      v_empty, batch, seqlen_q, seqlen_k, heads_q, group_size, window_left, window_right, cu_seqlens_q,
                      cu_seqlens_k, varlen, total_q, total_k, V, stride_vs, stride_vh, v_raw, raw_ready, info)
-    # (The constexprs and functions are written into each partition's tuple: kept in a tuple variable, Triton 3.6
-    # made them tensors.)
-    if NUM_CONSUMERS == 3:
-        # Three consumer warpgroups of 160 registers (the default partition gets 168 of what is left) and the producer
-        # warp's 24, over 16 warps (Triton pads the partitions to whole warpgroups; 65536 registers in all).
+    # (The constexprs and functions are written into each partition's tuple, one literal list per consumer count: kept
+    # in a tuple variable, or a list built in a static loop, Triton 3.6 makes them tensors ("cannot convert
+    # JITFunction ... to tensor").)
+    WORKER_REGS: gl.constexpr = _worker_regs(NUM_CONSUMERS, CONSUMER_REGS)
+    if NUM_CONSUMERS == 4:
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS)),
+                         INT8_INF_SELECTS, WORKER_REGS)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS)),
+                         INT8_INF_SELECTS, WORKER_REGS)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS)),
+                         INT8_INF_SELECTS, WORKER_REGS)),
+            (_consumer, (o_smem3, shared, 3, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
+                         INT8_INF_SELECTS, WORKER_REGS)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
-        ], [4, 4, _producer_warps(TRANSPOSE_V)], [160, 160, 24])
-    else:
-        # 24 registers for the producer with or without TRANSPOSE_V: the pool is 168 a thread over the 12 warps
-        # (64512); 32 left one consumer warpgroup 232 instead of 240 (ptxas: spills at D=64), and the transposes fit
-        # in 24 (no spill at D=64 or 128 with 128-key tiles; 4 spill instructions at 128x256x128).
+        ], [4, 4, 4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, WORKER_REGS, WORKER_REGS, 24])
+    elif NUM_CONSUMERS == 3:
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS)),
+                         INT8_INF_SELECTS, WORKER_REGS)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS)),
+                         INT8_INF_SELECTS, WORKER_REGS)),
+            (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
+                         INT8_INF_SELECTS, WORKER_REGS)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
-        ], [4, _producer_warps(TRANSPOSE_V)], [240, 24])
+        ], [4, 4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, WORKER_REGS, 24])
+    else:
+        gl.warp_specialize([
+            (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
+                         INT8_INF_SELECTS, WORKER_REGS)),
+            (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
+                         QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
+                         TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
+                         INT8_INF_SELECTS, WORKER_REGS)),
+            (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
+                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
+        ], [4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, 24])

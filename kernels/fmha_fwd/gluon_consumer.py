@@ -78,11 +78,12 @@ def _store_o(o_desc, o_smem, o_tile, acc, inv_l, bc, row, h, PARTS: gl.constexpr
 
 
 @gluon.constexpr_function
-def _s_ahead_budget(BLOCK_M):
+def _s_ahead_budget(WORKER_REGS):
     """Registers a consumer thread may hold in S_{j+1}, P_j, O and the fresh P.V product for the S-ahead schedule
-    (_consumer): 224 of the 240 with two consumer warpgroups; with three (BLOCK_M = 192, 168 registers) 144, which
-    lets D=64 with 128-key tiles keep it."""
-    return 224 if BLOCK_M == 128 else 144
+    (_consumer): 16 fewer than the worker consumers get (the kernel's _worker_regs): 224 with two consumer
+    warpgroups, 144 with three (which lets D=64 with 128-key tiles keep it), 96 with four (64-key tiles at D=64 need
+    104: without S-ahead ptxas spills nothing, with it 28 local loads and stores a tile)."""
+    return WORKER_REGS - 16
 
 
 @gluon.jit
@@ -92,7 +93,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
               TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False, HALF_LAST: gl.constexpr = False,
               HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
-              INT8_INF_SELECTS: gl.constexpr = True):
+              INT8_INF_SELECTS: gl.constexpr = True, WORKER_REGS: gl.constexpr = 240):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -118,7 +119,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
     # D=128, 224 at 256-key tiles and D=64. At 256-key tiles and D=128 (288) ptxas serializes every wgmma and spills
     # (C7512), so there P_j V_j is waited for and folded first; the 256-key tile is still the faster one where the
     # loop dominates (docs/perf/NOTES.md, 2026-12-02). D=256 (column parts) and BF16 keep their own schedule.
-    S_AHEAD: gl.constexpr = PARTS or V_NATURAL or (BLOCK_N // 2 + BLOCK_N // 8 + HEAD_DIM <= _s_ahead_budget(BLOCK_M))
+    S_AHEAD: gl.constexpr = PARTS or V_NATURAL or (BLOCK_N // 2 + BLOCK_N // 8 + HEAD_DIM
+                                                   <= _s_ahead_budget(WORKER_REGS))
     gl.static_assert(S_AHEAD or not SUM_ON_TC, "SUM_ON_TC needs the S-ahead schedule")
     # BF16 at D=256: both warpgroups share one O buffer (shared memory), taking turns (o_free).
     O_SHARED: gl.constexpr = HEAD_DIM > 128 and V_NATURAL

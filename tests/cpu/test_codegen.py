@@ -377,6 +377,41 @@ class Manifest(unittest.TestCase):
         dropped = [name_of(c) for c in gluon if not compile_spec(c)[2]["INT8_INF_SELECTS"]]
         self.assertEqual(dropped, ["fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_128x128x64_w4_s2_strided_full_vkperm_bdesc_gluon"])
 
+    def test_gluon_consumer_counts_and_key_tiles(self):
+        """The Gluon attention's block shapes: 192-row blocks (three consumers) at 128-key tiles; 256-row blocks (four
+        consumers, an experiment of bench/sweep_gluon.py) and 64-key tiles only for INT8 Q.K^T at D=64, where S, P, O
+        and the fresh P.V product fit a four-consumer thread's registers; the kernel picks the consumers' registers
+        itself (CONSUMER_REGS 0). Others are refused by name."""
+        from operations.fmha_fwd import compile_spec, parse
+        stem = "fp8attn_sm90_fmha_fwd_{}_e4m3_f32_bf16_{}x{}x{}_w4_s2_strided_full_vkperm{}_gluon"
+        for qk, bm, bn, d in (("i8", 256, 64, 64), ("i8", 128, 64, 64), ("i8", 192, 128, 64), ("e4m3", 192, 128, 128)):
+            c = parse(stem.format(qk, bm, bn, d, "_bdesc" if qk == "i8" else ""))
+            constexprs = compile_spec(c)[2]
+            self.assertEqual((constexprs["NUM_CONSUMERS"], constexprs["BLOCK_N"], constexprs["CONSUMER_REGS"]),
+                             (bm // 64, bn, 0))
+        for qk, bm, bn, d in (("i8", 256, 128, 64), ("e4m3", 256, 64, 64), ("i8", 256, 64, 128), ("i8", 128, 64, 128),
+                              ("e4m3", 128, 64, 128), ("i8", 192, 64, 64)):
+            c = parse(stem.format(qk, bm, bn, d, "_bdesc" if qk == "i8" else ""))
+            with self.assertRaises(ValueError, msg=name_of(c)) as err:
+                compile_spec(c)
+            self.assertIn(name_of(c), str(err.exception))
+
+    def test_four_consumers_compile_within_their_registers(self):
+        """The four-consumer experiment (256-row INT8 blocks at D=64, 64-key tiles) compiles for sm_90 as its
+        register plan says (the kernel's _worker_regs): the worker consumers ask for 112 registers, nothing spills to
+        local memory, and the key-tile loops hold their wgmma; codegen/compile_variant.py's summary, which reports
+        it, is what this reads."""
+        import subprocess
+        name = "fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_256x64x64_w4_s2_strided_full_vkperm_bdesc_gluon"
+        out = subprocess.run([sys.executable, str(ROOT / "codegen" / "compile_variant.py"), name], check=True,
+                             capture_output=True, text=True).stdout
+        self.assertIn("20 warps", out)
+        self.assertIn("spills: 0 LDL, 0 STL", out)
+        self.assertIn("('TRY_ALLOC', 112)", out)
+        loops = [line for line in out.splitlines() if line.startswith("loop ") and " 0 wgmma" not in line]
+        self.assertGreaterEqual(len(loops), 4, out)  # a key-tile loop per consumer warpgroup at least
+        self.assertTrue(all(" 0 local" in line for line in loops), out)
+
     def test_gluon_vnat_transposes_in_the_producer(self):
         """The vnat Gluon instances read V itself (a [1, BLOCK_N, 1, HEAD_DIM] box), need no transpose instance,
         and compile the producer's transpose (TRANSPOSE_V, key-permuted) with two raw slots where shared memory

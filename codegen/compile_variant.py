@@ -1,0 +1,148 @@
+"""Compile a kernel instance for sm_90, with constexpr overrides, on a machine without a GPU, and summarize its
+SASS: what a kernel experiment can learn before it spends device time (spills, the registers each partition asks
+for, the instructions of each loop).
+
+    python codegen/compile_variant.py NAME [CONST=int ...] [--out DIR]
+
+NAME: a manifest instance, or any attention name the fmha_fwd operation parses (e.g. a block shape the manifest
+does not list yet). CONST=int overrides one of the instance's constexprs (e.g. NUM_STAGES=3, C4_REGS=120); the
+kernel must take it. Writes DIR/NAME.sass and .ptx, and prints:
+
+    shared, warps    from the compiled metadata
+    setmaxnreg       the register counts the warp-specialized partitions request (SASS USETMAXREG)
+    spills           local-memory loads and stores (LDL / STL), in the whole kernel
+    loops            every loop's body (a predicated backward branch's): instructions, MMAs (wgmma), MUFU,
+                     local-memory traffic; a consumer's key-tile loop is the innermost one with MMAs (every path
+                     of its body counted once: the masked tiles' path is part of it)
+    serialized       ptxas's C7512 message when it serialized the wgmma for lack of registers
+
+Nothing here is a build output: the build (aot_compile.py) compiles only manifest instances, with their own
+constexprs."""
+
+import argparse
+import re
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "kernels"))
+
+import manifest  # noqa: E402
+import params as kernel_params  # noqa: E402
+from aot_compile import PINNED_TRITON, TARGET_ARCH, sass_of, wgmma_serialized  # noqa: E402
+from families import FAMILIES  # noqa: E402
+from operations import fmha_fwd, module_of  # noqa: E402
+
+_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
+_BRANCH = re.compile(r"\bBRA\b.*?0x([0-9a-f]+)")
+
+
+def config_of(name):
+    try:
+        return manifest.find(name)
+    except KeyError:
+        config = fmha_fwd.parse(name)
+        if config is None:
+            raise SystemExit(f"{name}: neither a manifest instance nor an attention name")
+        return config
+
+
+def instructions(sass):
+    """[(address, opcode, line)] of the SASS, in order."""
+    out = []
+    for line in sass.splitlines():
+        m = _INSTR.search(line)
+        if m:
+            out.append((int(m[1], 16), m[3], line))
+    return out
+
+
+def loops(instrs):
+    """(start, end, Counter of opcodes' first word) for each loop: the body from a back edge's target to it."""
+    found = []
+    for address, op, line in instrs:
+        # A loop's back edge is predicated; the unconditional backward branches are the out-of-line retry paths of
+        # mbarrier waits (placed after the kernel's end), which jump back into the code they left.
+        if op != "BRA" or not _INSTR.search(line)[2]:
+            continue
+        m = _BRANCH.search(line)
+        if not m:
+            continue
+        target = int(m[1], 16)
+        if target < address:
+            body = Counter(o.split(".")[0] for a, o, _ in instrs if target <= a <= address)
+            found.append((target, address, body))
+    return found
+
+
+def summarize(sass):
+    instrs = instructions(sass)
+    ops = Counter(o.split(".")[0] for _, o, _ in instrs)
+    maxreg = [(kind, int(m, 0)) for kind, m in re.findall(r"USETMAXREG\.(\w+)\S*\s+(?:U?P\w+,\s*)?(0x[0-9a-f]+|\d+)",
+                                                          sass)]
+    lines = [f"spills: {ops['LDL']} LDL, {ops['STL']} STL", f"setmaxnreg: {sorted(set(maxreg))}"]
+    mma_ops = ("QGMMA", "HGMMA", "IGMMA")
+    for start, end, body in loops(instrs):
+        n = sum(body.values())
+        mmas = sum(body[o] for o in mma_ops)
+        if n < 8:
+            continue
+        lines.append(f"loop {start:#x}-{end:#x}: {n} instructions, {mmas} wgmma, {body['MUFU']} MUFU, "
+                     f"{body['FFMA']} FFMA, {body['FADD'] + body['FMUL']} FADD/FMUL, "
+                     f"{body['LDL'] + body['STL']} local")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("name")
+    ap.add_argument("overrides", nargs="*", help="CONST=int")
+    ap.add_argument("--maxnreg", type=int, default=None,
+                    help="registers a thread at launch (e.g. 80: two 12-warp CTAs an SM); the instance's otherwise")
+    ap.add_argument("--out", default=None, help="directory for the .sass and .ptx (default: a temporary one)")
+    args = ap.parse_args()
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    if triton.__version__ != PINNED_TRITON:
+        raise SystemExit(f"triton=={triton.__version__}; the build pins {PINNED_TRITON}")
+    config = config_of(args.name)
+    operation = module_of(config)
+    module_name, function, _, _ = operation.kernel_of(config)
+    import importlib
+
+    fn = getattr(importlib.import_module(module_name), function)
+    params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
+    for item in args.overrides:
+        key, _, value = item.partition("=")
+        if key not in fn.arg_names:
+            raise SystemExit(f"{key}: not a parameter of {function}")
+        constexprs[key] = int(value)
+    signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
+    options = operation.compile_options(config) if hasattr(operation, "compile_options") else {}
+    if args.maxnreg:
+        options = {**options, "maxnreg": args.maxnreg}
+    compiled = FAMILIES[config.family].compile(fn, signature, constexprs, attrs, num_warps, num_stages,
+                                               GPUTarget("cuda", TARGET_ARCH, 32), options)
+    out = Path(args.out or tempfile.mkdtemp(prefix="variant_"))
+    out.mkdir(parents=True, exist_ok=True)
+    cubin = out / f"{args.name}.cubin"
+    cubin.write_bytes(compiled.asm["cubin"])
+    (out / f"{args.name}.ptx").write_text(compiled.asm["ptx"])
+    sass = sass_of(cubin)
+    (out / f"{args.name}.sass").write_text(sass)
+    md = compiled.metadata
+    print(f"{args.name} {' '.join(args.overrides)}")
+    print(f"shared {md.shared} B, {md.num_warps} warps; SASS in {out}")
+    for line in summarize(sass):
+        print(line)
+    serialized = wgmma_serialized(sass, compiled.asm["ptx"])
+    print(f"serialized: {serialized or 'no'}")
+
+
+if __name__ == "__main__":
+    main()
