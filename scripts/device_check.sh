@@ -23,8 +23,8 @@
 #   varlen     bench/bench_varlen.py: packed sequences vs the dense call at the same work (~1 min)
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
 #   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides,
-#              INT8_HEAD_DIMS=64,128 adds D=128), then bench/bench_int8_instances.py, every compiled INT8 instance by
-#              name (~4 min)
+#              INT8_SEQLENS narrows the points, INT8_HEAD_DIMS=64,128 adds D=128), then bench/bench_int8_instances.py,
+#              every compiled INT8 instance by name (~4 min)
 #   quantsweep bench/sweep_quantize.py: the quantize kernels' variants through the JIT on the accuracy modes' recipes
 #              (QUANT_VARIANTS overrides the list; the default: the library's apply against the Gluon apply),
 #              apply alone and the whole quantization, outputs checked byte for byte; under a minute; needs no build
@@ -196,13 +196,18 @@ if step clocks; then
 fi
 if step int8; then
   # INT8 Q.K^T (issue 7's int8_qk mode): the kernel's INT8 settings through the JIT at D=64 (the library's 128-row
-  # ring of 2, three consumers, 256-key tiles with 2 and 3 stages; INT8_VARIANTS overrides), then every compiled
-  # INT8 instance by name through the library (the extra set's only with a FP8ATTN_KERNELS=* build).
+  # ring of 2, three consumers, and four consumer warpgroups per SM: 256-row blocks with 64-key tiles (rings of 2 and
+  # 4) or two 128-row CTAs an SM, beside the 128-row kernel on 64-key tiles; INT8_VARIANTS overrides, INT8_SEQLENS
+  # narrows the points), then every compiled INT8 instance by name through the library (the extra set's only with a
+  # FP8ATTN_KERNELS=* build).
   K=kernels/fmha_fwd/fmha_fwd_gluon.py
-  variants=${INT8_VARIANTS:-"lib=$K:KEY_PERMUTED=1,NUM_STAGES=2 c3=$K:KEY_PERMUTED=1,NUM_CONSUMERS=3,BLOCK_N=128,NUM_STAGES=2
-    w256=$K:KEY_PERMUTED=1,BLOCK_N=256,NUM_STAGES=2 w256s3=$K:KEY_PERMUTED=1,BLOCK_N=256,NUM_STAGES=3"}
+  S=KEY_PERMUTED=1,NUM_STAGES=2
+  variants=${INT8_VARIANTS:-"lib=$K:$S c3=$K:$S,NUM_CONSUMERS=3 c4n64=$K:$S,NUM_CONSUMERS=4,BLOCK_N=64
+    c4n64s4=$K:KEY_PERMUTED=1,NUM_STAGES=4,NUM_CONSUMERS=4,BLOCK_N=64
+    x2n64=$K:$S,BLOCK_N=64,CONSUMER_REGS=104,MAXNREG=80,CTAS_PER_SM=2 n64=$K:$S,BLOCK_N=64"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
+  [[ -n "${INT8_SEQLENS:-}" ]] && args+=(--seqlens "$INT8_SEQLENS")
   # INT8_HEAD_DIMS (default 64) sets the sweep's head dims and the suite configs the instances run on.
   int8_dims=${INT8_HEAD_DIMS:-64}
   timeout 300 python3 bench/sweep_gluon.py --int8 "${args[@]}" --head-dims "$int8_dims" --csv "$OUT/int8_sweep.csv" \
