@@ -9,7 +9,8 @@ A variant is name=path[:CONST=int,...] (BLOCK_N among them sets the key tile, th
 otherwise; NUM_CONSUMERS=3 (4) runs 192-row (256-row) query blocks over three (four) consumer warpgroups;
 CONSUMER_REGS sets the worker consumers' registers, MAXNREG the registers a thread starts with (a compile option),
 CTAS_PER_SM the programs per SM of the persistent grid: CTAS_PER_SM=2,MAXNREG=80,CONSUMER_REGS=104 runs two 12-warp
-CTAs an SM); the path is a module defining
+CTAs an SM; kernels/fmha_fwd/fmha_fwd_gluon_solo.py with NUM_CONSUMERS=1,MAXNREG=128,CTAS_PER_SM=4 runs four
+single-warpgroup CTAs an SM); the path is a module defining
 fmha_fwd_gluon_kernel with the argument list of the library's kernel (kernels/ is put on sys.path for its
 imports). The library's kernel imports its parts (kernels/fmha_fwd/gluon_*.py) as the package fmha_fwd, so every
 variant loaded by path shares this checkout's parts: a variant that changes a part is a self-contained copy (as
@@ -202,6 +203,8 @@ class Problem:
         descs = list(plain)
         # NUM_CONSUMERS = 3: 192-row query blocks, Q loaded as three 64-row boxes (a box has power-of-two extents).
         block_m = WG_M * constexprs.get("NUM_CONSUMERS", 2)
+        if "NUM_CONSUMERS" not in kernel.arg_names:  # the single-warpgroup kernel: NUM_CONSUMERS=1 sets its 64 rows
+            constexprs.pop("NUM_CONSUMERS", None)
         if block_m != BLOCK_M:
             descs[0] = self.q_box_desc
         # The library's ring depth and P.V schedule for this point, unless the variant sets them.

@@ -102,6 +102,9 @@ def main():
     ap.add_argument("overrides", nargs="*", help="CONST=int")
     ap.add_argument("--maxnreg", type=int, default=None,
                     help="registers a thread at launch (e.g. 80: two 12-warp CTAs an SM); the instance's otherwise")
+    ap.add_argument("--kernel", default=None,
+                    help="a file defining a kernel of the instance's name with the instance's parameters (e.g. "
+                         "kernels/fmha_fwd/fmha_fwd_gluon_solo.py); constexprs it does not take are dropped")
     ap.add_argument("--out", default=None, help="directory for the .sass and .ptx (default: a temporary one)")
     args = ap.parse_args()
 
@@ -114,9 +117,18 @@ def main():
     operation = module_of(config)
     module_name, function, _, _ = operation.kernel_of(config)
     import importlib
+    import importlib.util
 
-    fn = getattr(importlib.import_module(module_name), function)
+    if args.kernel:
+        spec = importlib.util.spec_from_file_location("variant_kernel", args.kernel)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        fn = getattr(module, function)
+    else:
+        fn = getattr(importlib.import_module(module_name), function)
     params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
+    if args.kernel:
+        constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
     for item in args.overrides:
         key, _, value = item.partition("=")
         if key not in fn.arg_names:

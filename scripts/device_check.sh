@@ -197,14 +197,16 @@ fi
 if step int8; then
   # INT8 Q.K^T (issue 7's int8_qk mode): the kernel's INT8 settings through the JIT at D=64 (the library's 128-row
   # ring of 2, three consumers, and four consumer warpgroups per SM: 256-row blocks with 64-key tiles (rings of 2 and
-  # 4) or two 128-row CTAs an SM, beside the 128-row kernel on 64-key tiles; INT8_VARIANTS overrides, INT8_SEQLENS
+  # 4) or two 128-row CTAs an SM, beside the 128-row kernel on 64-key tiles; and four single-warpgroup CTAs an SM,
+  # fmha_fwd_gluon_solo.py, at 128-key tiles; INT8_VARIANTS overrides, INT8_SEQLENS
   # narrows the points), then every compiled INT8 instance by name through the library (the extra set's only with a
   # FP8ATTN_KERNELS=* build).
   K=kernels/fmha_fwd/fmha_fwd_gluon.py
   S=KEY_PERMUTED=1,NUM_STAGES=2
   variants=${INT8_VARIANTS:-"lib=$K:$S c3=$K:$S,NUM_CONSUMERS=3 c4n64=$K:$S,NUM_CONSUMERS=4,BLOCK_N=64
     c4n64s4=$K:KEY_PERMUTED=1,NUM_STAGES=4,NUM_CONSUMERS=4,BLOCK_N=64
-    x2n64=$K:$S,BLOCK_N=64,CONSUMER_REGS=104,MAXNREG=80,CTAS_PER_SM=2 n64=$K:$S,BLOCK_N=64"}
+    x2n64=$K:$S,BLOCK_N=64,CONSUMER_REGS=104,MAXNREG=80,CTAS_PER_SM=2 n64=$K:$S,BLOCK_N=64
+    solo=kernels/fmha_fwd/fmha_fwd_gluon_solo.py:$S,NUM_CONSUMERS=1,MAXNREG=128,CTAS_PER_SM=4"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   [[ -n "${INT8_SEQLENS:-}" ]] && args+=(--seqlens "$INT8_SEQLENS")

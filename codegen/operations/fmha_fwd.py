@@ -419,6 +419,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                   "LAZY_RESCALE": False,
                   # The consumers' registers: the kernel's own choice for its consumer count (_worker_regs).
                   "CONSUMER_REGS": 0,
+                  # WINDOW_ALIGN (a left window's tiles from a multiple of 128 below its first key): a sweep switch.
+                  "WINDOW_ALIGN": 0,
                   "INT8_INF_SELECTS": gluon_int8_inf_selects(c.head_dim, c.block_m, c.block_n, c.causal,
                                                              c.is_int8_qk, c.row_sum_mma)}
     return params, types, constexprs, c.warps, c.stages

@@ -178,7 +178,7 @@ def fmha_fwd_gluon_kernel(
     RAW_STAGES: gl.constexpr = 2, NUM_CONSUMERS: gl.constexpr = 2, K_DESCALE_UNIT_STRIDE: gl.constexpr = False,
     Q_BUFFERS: gl.constexpr = 1, TILE_INFO_HANDOFF: gl.constexpr = False, Q_IN_REGS: gl.constexpr = False,
     HALF_LAST: gl.constexpr = False, HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
-    INT8_INF_SELECTS: gl.constexpr = True, CONSUMER_REGS: gl.constexpr = 0,
+    INT8_INF_SELECTS: gl.constexpr = True, CONSUMER_REGS: gl.constexpr = 0, WINDOW_ALIGN: gl.constexpr = 0,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -197,6 +197,12 @@ def fmha_fwd_gluon_kernel(
     gl.static_assert(NUM_CONSUMERS == 2 or ((NUM_CONSUMERS == 3 or NUM_CONSUMERS == 4) and not V_NATURAL and not VARLEN
                                             and not TRANSPOSE_V and HEAD_DIM <= 128),
                      "three or four consumers: no bf16, varlen or in-kernel V transpose; head_dim <= 128")
+    # WINDOW_ALIGN (a sweep switch, 0 in the library's instances): the key tiles of a block start on a multiple of it
+    # below the block's lowest visible key instead of a multiple of BLOCK_N (common/key_range.py: ALIGN), so that a
+    # left window's first tile wastes fewer keys. Dense only: a varlen V^T pads each sequence's columns to BLOCK_N's
+    # alignment, which a shifted 256-key tile could pass.
+    gl.static_assert(WINDOW_ALIGN == 0 or (not VARLEN and BLOCK_N % WINDOW_ALIGN == 0 and WINDOW_ALIGN % 64 == 0),
+                     "WINDOW_ALIGN: dense, a multiple of 64 dividing BLOCK_N")
     # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
     gl.static_assert(not VARLEN or HEAD_DIM <= 128, "varlen: up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -311,49 +317,49 @@ def fmha_fwd_gluon_kernel(
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_consumer, (o_smem3, shared, 3, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
-                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
+                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, 4, 4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, WORKER_REGS, WORKER_REGS, 24])
     elif NUM_CONSUMERS == 3:
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
-                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
+                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, 4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, WORKER_REGS, 24])
     else:
         gl.warp_specialize([
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
-                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF)),
+                         TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, 24])

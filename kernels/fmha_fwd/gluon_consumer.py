@@ -93,7 +93,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               PV_PIPELINED: gl.constexpr, VARLEN: gl.constexpr, Q_BUFFERS: gl.constexpr,
               TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False, HALF_LAST: gl.constexpr = False,
               HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
-              INT8_INF_SELECTS: gl.constexpr = True, WORKER_REGS: gl.constexpr = 240):
+              INT8_INF_SELECTS: gl.constexpr = True, WORKER_REGS: gl.constexpr = 240,
+              WINDOW_ALIGN: gl.constexpr = 0):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -168,7 +169,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
             (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
              bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
                 ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
-                BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+                BLOCK_N, HEAD_DIM, CAUSAL, VARLEN, WINDOW_ALIGN)
             next_tile = tile + gl.num_programs(0)
         b64 = b.to(gl.int64)
         h_kv64 = h_kv.to(gl.int64)

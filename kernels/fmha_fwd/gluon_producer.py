@@ -54,7 +54,8 @@ def _load_v_rows(vt_desc, v_seq, bc, k_row, start_n, sk, h_kv, bar, dst, SEQ_V: 
 @gluon.jit
 def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
               NUM_STAGES: gl.constexpr, V_NATURAL: gl.constexpr, VARLEN: gl.constexpr, TRANSPOSE_V: gl.constexpr,
-              RAW_STAGES: gl.constexpr, Q_BUFFERS: gl.constexpr, TILE_INFO_HANDOFF: gl.constexpr):
+              RAW_STAGES: gl.constexpr, Q_BUFFERS: gl.constexpr, TILE_INFO_HANDOFF: gl.constexpr,
+              WINDOW_ALIGN: gl.constexpr = 0):
     """TMA loads for every tile of this program: the Q block (once both consumers are done with the previous
     one; with Q_BUFFERS = 2, with the one before it, whose buffer it takes), then its K and V^T tiles through the
     ring. `it` counts ring slots across tiles, so the next tile's K and V stream in while the consumers finish the
@@ -96,7 +97,7 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
         # BF16 varlen ~3% more than e4m3 there: 0.904 vs 0.929 of dense, H200 2026-12-02.)
         (b0, h0, hkv0, bh0, sm0, lo0, hi0, ns0, lme0, fe0, ne0, bc0, qr0, k_row0, vc0, sq0, sk0, bad0) = _tile(
             ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
-            BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+            BLOCK_N, HEAD_DIM, CAUSAL, VARLEN, WINDOW_ALIGN)
         v_seq = _sequence_v(V, stride_vs, stride_vh, k_row0, sk0, heads_q // group_size, v_loaded, 0,
                             vt_desc, HEAD_DIM, BLOCK_N, V_SLOTS)
         v_seq_b = b0
@@ -104,7 +105,7 @@ def _producer(args, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
         (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
          bc, q_row, k_row, v_col, sq, sk, bad) = _tile(
             ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k, BLOCK_M,
-            BLOCK_N, HEAD_DIM, CAUSAL, VARLEN)
+            BLOCK_N, HEAD_DIM, CAUSAL, VARLEN, WINDOW_ALIGN)
         ahead = _tile_ahead(tile + gl.num_programs(0), num_tiles, num_m_blocks, batch_heads, heads_q, group_size,
                             section, cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
         # A fresh mbarrier counts as having completed the phase before phase 0: the first wait on phase 1

@@ -109,7 +109,7 @@ def _tile_ahead(tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size,
 @gluon.jit
 def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_right, total_q, total_k,
           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
-          VARLEN: gl.constexpr):
+          VARLEN: gl.constexpr, WINDOW_ALIGN: gl.constexpr = 0):
     """A work item of the persistent schedule, from _tile_ahead's (b, h, h_kv, pid_m, varlen offsets) -> (b, h,
     h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end, and _sequence's bc, q_row, k_row,
     v_col, sq, sk, bad).
@@ -121,14 +121,16 @@ def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_ri
     of 132 heads in flight; head by head: -30% at S=512, the tail unbalanced; docs/perf/NOTES.md.)
     Varlen: the blocks of the longest sequence (seqlen_q) for every sequence; a block at or past its own sequence's
     end (start_m >= sq) gets no key tiles (and stores nothing).
-    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included), per sequence."""
+    The key bounds are the Triton kernel's (common/key_range.py, sliding windows included), per sequence;
+    WINDOW_ALIGN is key_range's ALIGN (the kernel's switch)."""
     b, h, h_kv, pid_m, q_prev, q_start, q_end, k_prev, k_start, k_end = ahead
     offs = (q_prev, q_start, q_end, k_prev, k_start, k_end)
     bh = b * heads_q + h
     start_m = pid_m * BLOCK_M
     bc, q_row, k_row, v_col, sq, sk, bad = _sequence(b, seqlen_q, seqlen_k, offs, total_q, total_k, VARLEN, BLOCK_N)
     lo_off, hi_off, n_start, lo_masked_end, full_end, n_end = key_range(start_m, sq, sk, window_left,
-                                                                        window_right, BLOCK_M, BLOCK_N, CAUSAL)
+                                                                        window_right, BLOCK_M, BLOCK_N, CAUSAL,
+                                                                        WINDOW_ALIGN)
     if VARLEN:
         # A block past its sequence's end sees no key (its producer still loads the block's Q rows, and its
         # consumers store none of them): the same flow as any block, no branch around it.

@@ -412,6 +412,21 @@ class Manifest(unittest.TestCase):
         self.assertGreaterEqual(len(loops), 4, out)  # a key-tile loop per consumer warpgroup at least
         self.assertTrue(all(" 0 local" in line for line in loops), out)
 
+    def test_single_warpgroup_kernel_compiles_within_128_registers(self):
+        """The single-warpgroup experiment (kernels/fmha_fwd/fmha_fwd_gluon_solo.py, four CTAs an SM at 128 registers a
+        thread) compiles for sm_90 with the library's INT8 D=64 parameters and 128-key tiles: no local memory inside
+        its key-tile loop, the wgmma not serialized. codegen/compile_variant.py --kernel is what compiles it."""
+        import subprocess
+        name = "fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_192x128x64_w4_s2_strided_full_vkperm_bdesc_gluon"
+        out = subprocess.run([sys.executable, str(ROOT / "codegen" / "compile_variant.py"), name, "BLOCK_M=64",
+                              "--kernel", str(ROOT / "kernels" / "fmha_fwd" / "fmha_fwd_gluon_solo.py"),
+                              "--maxnreg", "128"], check=True, capture_output=True, text=True).stdout
+        self.assertIn(", 4 warps", out)
+        loops = [line for line in out.splitlines() if line.startswith("loop ") and " 6 wgmma" in line]
+        self.assertEqual(len(loops), 1, out)  # the key-tile loop: S (2 IGMMA) and P.V (4 QGMMA)
+        self.assertIn(" 0 local", loops[0])
+        self.assertIn("serialized: no", out)
+
     def test_gluon_vnat_transposes_in_the_producer(self):
         """The vnat Gluon instances read V itself (a [1, BLOCK_N, 1, HEAD_DIM] box), need no transpose instance,
         and compile the producer's transpose (TRANSPOSE_V, key-permuted) with two raw slots where shared memory

@@ -5,8 +5,9 @@ window, j < seqlen_k):
   * the keys a row keeps (masked tiles apply the row's bounds, unmasked tiles keep every key) are exactly its
     visible keys, for every row of the block below seqlen_q;
   * unmasked tiles lie inside [0, seqlen_k) (no key past the sequence is kept unmasked);
-  * n_start is a multiple of BLOCK_N and the tile count is the same however it is computed (the producer's
-    range() and the consumers' cdiv() in the Gluon kernel must agree);
+  * n_start is a multiple of BLOCK_N (of ALIGN with it, and the masked / unmasked bounds on the tiles' grid) and the
+    tile count is the same however it is computed (the producer's range() and the consumers' cdiv() in the Gluon
+    kernel must agree); ALIGN=128 gives a 4k window's blocks 16.5 256-key tiles each;
   * near 2^31 tokens nothing wraps (the unlimited bound was once seqlen_k, and i + seqlen_k wrapped);
   * keep_mask, the one-compare mask of a masked tile, keeps exactly the keys of the two-sided definition (rows that
     see no key of the tile, or none at all, included)."""
@@ -25,10 +26,10 @@ from common.key_range import keep_mask, key_range  # noqa: E402
 
 @triton.jit
 def key_range_cases(StartM, SeqQ, SeqK, Left, Right, Out, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    CAUSAL: tl.constexpr):
+                    CAUSAL: tl.constexpr, ALIGN: tl.constexpr):
     i = tl.program_id(0)
     bounds = key_range(tl.load(StartM + i), tl.load(SeqQ + i), tl.load(SeqK + i), tl.load(Left + i),
-                       tl.load(Right + i), BLOCK_M, BLOCK_N, CAUSAL)
+                       tl.load(Right + i), BLOCK_M, BLOCK_N, CAUSAL, ALIGN)
     for k in tl.static_range(6):
         tl.store(Out + i * 6 + k, bounds[k])
 
@@ -43,13 +44,14 @@ def keep_mask_cases(StartN, Row0, LoOff, HiOff, SeqK, Out, BLOCK_M: tl.constexpr
     tl.store(Out + offs, keep.to(tl.int32))
 
 
-def run(cases, block_m, block_n, causal):
+def run(cases, block_m, block_n, causal, align=0):
     """cases: int arrays (start_m, seqlen_q, seqlen_k, left, right); returns [n, 6] int64 bounds."""
     n = len(cases[0])
     out = np.zeros((n, 6), np.int32)
     tensors = [HostTensor(np.ascontiguousarray(a, np.int32), "int32") for a in cases]
     launch(key_range_cases, n, StartM=tensors[0], SeqQ=tensors[1], SeqK=tensors[2], Left=tensors[3],
-           Right=tensors[4], Out=HostTensor(out, "int32"), BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal)
+           Right=tensors[4], Out=HostTensor(out, "int32"), BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+           ALIGN=align)
     return out.astype(np.int64)
 
 
@@ -69,19 +71,24 @@ def visible(i, sq, sk, left, right, causal):
 class KeyRange(unittest.TestCase):
     def test_random_problems_against_the_definition(self):
         rng = np.random.default_rng(11)
-        for block_n in (64, 128, 256):  # 256: the dense FP8 instances' wide tile (wider than the 128-row block)
+        # 256: the dense FP8 instances' wide tile (wider than the 128-row block); align: tiles on a grid from a
+        # multiple of it (key_range's ALIGN), not of the tile.
+        for block_n, align in ((64, 0), (128, 0), (256, 0), (256, 128), (256, 64), (128, 64)):
             for causal in (False, True):
                 n = 300
                 sq, sk = rng.integers(1, 450, n), rng.integers(1, 450, n)
                 left = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 600, n))
                 right = np.where(rng.random(n) < 0.5, -1, rng.integers(0, 300, n))
                 start_m = np.array([rng.integers(0, (q + 127) // 128) * 128 for q in sq])
-                got = run((start_m, sq, sk, left, right), 128, block_n, causal)
+                got = run((start_m, sq, sk, left, right), 128, block_n, causal, align)
                 for t in range(n):
                     lo, hi, ns, lme, fe, ne = got[t]
-                    case = (int(start_m[t]), int(sq[t]), int(sk[t]), int(left[t]), int(right[t]), block_n, causal)
+                    case = (int(start_m[t]), int(sq[t]), int(sk[t]), int(left[t]), int(right[t]), block_n, causal,
+                            align)
                     with self.subTest(case=case, bounds=tuple(got[t])):
-                        self.assertEqual(ns % block_n, 0)
+                        self.assertEqual(ns % (align or block_n), 0)
+                        self.assertEqual((lme - ns) % block_n if lme < ne else 0, 0, "lo_masked_end off the grid")
+                        self.assertEqual((fe - ns) % block_n if fe < ne else 0, 0, "full_end off the grid")
                         self.assertEqual(len(range(ns, ne, block_n)), max(0, -(-(ne - ns) // block_n)))
                         for i in range(case[0], min(case[0] + 128, case[1])):
                             kept = np.zeros(case[2], bool)
@@ -94,6 +101,22 @@ class KeyRange(unittest.TestCase):
                                     j = j[(j < min(i + hi + 1, case[2])) & (j >= i + lo)]
                                     kept[j] = True
                             np.testing.assert_array_equal(kept, visible(i, *case[1:5], causal), f"row {i}")
+
+    def test_aligned_window_tiles(self):
+        """What ALIGN is for (issue 9's 4k window at S=32768, causal, 128-row blocks, 256-key tiles): counted in
+        256-key tiles, a last tile whose upper half no row sees counting half (the Gluon kernel's HALF_LAST), every
+        block past the first 4k visits 16.5 tiles with ALIGN=128, and 16.5 or 17 alternately without."""
+        s, left = 32768, 4095
+        start_m = np.arange(4096, s, 128)
+        n = len(start_m)
+        for align, want in ((0, {16.5, 17.0}), (128, {16.5})):
+            got = run((start_m, [s] * n, [s] * n, [left] * n, [-1] * n), 128, 256, True, align)
+            tiles = set()
+            for lo, hi, ns, lme, fe, ne in got:
+                whole = -(-(ne - ns) // 256)
+                tiles.add(whole - 0.5 * (ne - (ns + (whole - 1) * 256) <= 128))
+            with self.subTest(align=align):
+                self.assertEqual(tiles, want)
 
     def test_keep_mask_is_the_two_sided_bound(self):
         rng = np.random.default_rng(5)
