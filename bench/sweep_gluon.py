@@ -380,11 +380,11 @@ def main():
                              wgmma_serialized=int(serial)))
         del prob
         torch.cuda.empty_cache()
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        if args.csv:  # rewritten after every point: a sweep cut off by its time limit keeps what it measured
+            with open(args.csv, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
 
 
 if __name__ == "__main__":

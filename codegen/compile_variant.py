@@ -5,8 +5,11 @@ for, the instructions of each loop).
     python codegen/compile_variant.py NAME [CONST=int ...] [--out DIR]
 
 NAME: a manifest instance, or any attention name the fmha_fwd operation parses (e.g. a block shape the manifest
-does not list yet). CONST=int overrides one of the instance's constexprs (e.g. NUM_STAGES=3, C4_REGS=120); the
-kernel must take it. Writes DIR/NAME.sass and .ptx, and prints:
+does not list yet). CONST=int overrides one of the instance's constexprs (e.g. NUM_STAGES=3, CONSUMER_REGS=104);
+the kernel must take it. Shapes come from the name (the descriptors' boxes follow it): HEAD_DIM, BLOCK_N, BLOCK_M
+and NUM_CONSUMERS are not overrides (BLOCK_M only with --kernel, for a kernel of other rows on the name's Q box).
+--kernel FILE compiles FILE's kernel of the instance's function name and parameters instead of the library's.
+--maxnreg N sets the registers a thread starts with. Writes DIR/NAME.sass and .ptx, and prints:
 
     shared, warps    from the compiled metadata
     setmaxnreg       the register counts the warp-specialized partitions request (SASS USETMAXREG)
@@ -65,7 +68,8 @@ def loops(instrs):
     found = []
     for address, op, line in instrs:
         # A loop's back edge is predicated; the unconditional backward branches are the out-of-line retry paths of
-        # mbarrier waits (placed after the kernel's end), which jump back into the code they left.
+        # mbarrier waits (placed after the kernel's end), which jump back into the code they left, and the
+        # warp-specialized partitions' dispatch.
         if op != "BRA" or not _INSTR.search(line)[2]:
             continue
         m = _BRANCH.search(line)
@@ -129,10 +133,16 @@ def main():
     params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
     if args.kernel:
         constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
+    shapes = {"HEAD_DIM", "BLOCK_N", "NUM_CONSUMERS"} | ({"BLOCK_M"} if not args.kernel else set())
     for item in args.overrides:
-        key, _, value = item.partition("=")
-        if key not in fn.arg_names:
-            raise SystemExit(f"{key}: not a parameter of {function}")
+        key, eq, value = item.partition("=")
+        if not eq or not value.lstrip("-").isdigit():
+            ap.error(f"{item!r}: an override is CONST=int")
+        if key in shapes:
+            ap.error(f"{key}: a shape comes from the name (its descriptors follow it); name the shape instead")
+        if key not in constexprs:
+            ap.error(f"{key}: not a constexpr of {function} "
+                     f"(its constexprs: {', '.join(sorted(k for k in constexprs if k in fn.arg_names))})")
         constexprs[key] = int(value)
     signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
     options = operation.compile_options(config) if hasattr(operation, "compile_options") else {}

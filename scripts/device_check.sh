@@ -24,7 +24,7 @@
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
 #   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides,
 #              INT8_SEQLENS narrows the points, INT8_HEAD_DIMS=64,128 adds D=128), then bench/bench_int8_instances.py,
-#              every compiled INT8 instance by name (~4 min)
+#              every compiled INT8 instance by name (~8 min; INT8_INSTANCES=0 skips the second part)
 #   quantsweep bench/sweep_quantize.py: the quantize kernels' variants through the JIT on the accuracy modes' recipes
 #              (QUANT_VARIANTS overrides the list; the default: the library's apply against the Gluon apply),
 #              apply alone and the whole quantization, outputs checked byte for byte; under a minute; needs no build
@@ -212,12 +212,15 @@ if step int8; then
   [[ -n "${INT8_SEQLENS:-}" ]] && args+=(--seqlens "$INT8_SEQLENS")
   # INT8_HEAD_DIMS (default 64) sets the sweep's head dims and the suite configs the instances run on.
   int8_dims=${INT8_HEAD_DIMS:-64}
-  timeout 300 python3 bench/sweep_gluon.py --int8 "${args[@]}" --head-dims "$int8_dims" --csv "$OUT/int8_sweep.csv" \
+  # Seven variants compiled on a fresh machine, four points: most of the step's time (the CSV is written per point).
+  timeout 420 python3 bench/sweep_gluon.py --int8 "${args[@]}" --head-dims "$int8_dims" --csv "$OUT/int8_sweep.csv" \
     > "$OUT/int8_sweep.txt" 2>&1 || status=1
   tail -20 "$OUT/int8_sweep.txt"
-  PYTHONPATH=build/python timeout 200 python3 bench/bench_int8_instances.py --configs "d${int8_dims//,/,d}" \
-    --csv "$OUT/int8_instances.csv" > "$OUT/int8_instances.txt" 2>&1 || status=1
-  cat "$OUT/int8_instances.txt"
+  if [[ "${INT8_INSTANCES:-1}" != 0 ]]; then  # INT8_INSTANCES=0: the sweep alone (a call's 10 minutes)
+    PYTHONPATH=build/python timeout 200 python3 bench/bench_int8_instances.py --configs "d${int8_dims//,/,d}" \
+      --csv "$OUT/int8_instances.csv" > "$OUT/int8_instances.txt" 2>&1 || status=1
+    cat "$OUT/int8_instances.txt"
+  fi
 fi
 if step quantsweep; then
   # The quantize kernels' variants through the JIT, outputs checked byte for byte (QUANT_VARIANTS overrides the

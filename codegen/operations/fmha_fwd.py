@@ -375,7 +375,8 @@ def _gluon_compile_spec(c: FmhaConfig):
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
                          "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm; 128x256x64: i8 vkperm), "
-                         "128x128x256 (e4m3) or 128x64x256, w4 (two consumer warpgroups of 64 rows + a producer "
+                         "128x128x256 (e4m3) or 128x64x256, 192x128x64/128 (three consumers), 256x64x64 and 128x64x64 (i8 vkperm), "
+                         "w4 (two to four consumer warpgroups of 64 rows + a producer "
                          "warp), 2 or 3 stages, "
                          "FP8 V^T (optionally vkperm; vnat: dense e4m3 at head_dim 64/128), no ws/evenn/softcap")
     io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]

@@ -14,7 +14,8 @@ def key_range(start_m, seqlen_q, seqlen_k, window_left, window_right, BLOCK_M: t
     unlimited side; causal caps the right side at c). Returns (lo_off, hi_off, n_start, lo_masked_end,
     full_end, n_end): keys [n_start, lo_masked_end) are masked (a window's left edge), [lo_masked_end, full_end)
     need no mask, [full_end, n_end) are masked (sequence end, causal diagonal, a window's right edge); keys
-    outside [n_start, n_end) are never loaded. n_start, lo_masked_end and full_end are multiples of BLOCK_N.
+    outside [n_start, n_end) are never loaded. n_start, lo_masked_end and full_end are multiples of BLOCK_N
+    (with ALIGN: n_start of ALIGN, the other two on the tiles' grid from it, or n_end).
 
     ALIGN (0: off; a divisor of BLOCK_N, e.g. 128 with 256-key tiles): the tiles start at n_start, the multiple of
     ALIGN at or below the block's lowest visible key, instead of the multiple of BLOCK_N there; lo_masked_end and

@@ -214,7 +214,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                          k_width=4 if MMA_K == 32 else 2)
             q_tile = q_tile.load(q_layout)
             mbarrier.arrive(_q_slot(q_empty, count, Q_BUFFERS), count=1)
-        n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # n_start is a multiple of BLOCK_N
+        n_tiles = gl.cdiv(n_end - n_start, BLOCK_N)  # the tiles' grid starts at n_start (key_range)
         # HALF_LAST: the last tile's upper half is past every row's keys (_half_tile); the tile before it closes the
         # loop as the last whole one.
         half = 0

@@ -239,7 +239,7 @@ def _softmax_tile_int8_split(qa, qb, l_i, m_i, f_i, start_n, masked, offs_m, qk_
     if masked:  # uniform branch, as _softmax_tile's
         xa = gl.where(keep_mask(start_n + col, offs_m, lo_off, hi_off, seqlen_k), xa, float("-inf"))
         xb = gl.where(keep_mask(start_n + HALF + col, offs_m, lo_off, hi_off, seqlen_k), xb, float("-inf"))
-    # The tile starts on a multiple of 256, so on a descale block; the blocks past seqlen_k read 1.0 (masked keys).
+    # The tile starts on a multiple of 64 (256, or WINDOW_ALIGN's), so on a descale block; past seqlen_k: 1.0.
     blk = start_n // DESCALE_BLOCK
     s0 = gl.maximum(qk_scale * key_block_descale_at(kd_base, k_descale_stride_blk, blk, seqlen_k), FLT_MIN)
     s1 = gl.maximum(qk_scale * key_block_descale_at(kd_base, k_descale_stride_blk, blk + 1, seqlen_k), FLT_MIN)

@@ -412,6 +412,18 @@ class Manifest(unittest.TestCase):
         self.assertGreaterEqual(len(loops), 4, out)  # a key-tile loop per consumer warpgroup at least
         self.assertTrue(all(" 0 local" in line for line in loops), out)
 
+    def test_compile_variant_refuses_what_it_cannot_compile_as_asked(self):
+        """codegen/compile_variant.py refuses by name an override that is not CONST=int, a shape (its descriptors
+        follow the instance's name) and a runtime parameter, before compiling anything."""
+        import subprocess
+        name = "fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_192x128x64_w4_s2_strided_full_vkperm_bdesc_gluon"
+        for arg, says in (("NUM_STAGES", "an override is CONST=int"), ("BLOCK_N=64", "BLOCK_N: a shape"),
+                          ("seqlen_q=5", "seqlen_q: not a constexpr")):
+            run = subprocess.run([sys.executable, str(ROOT / "codegen" / "compile_variant.py"), name, arg],
+                                 capture_output=True, text=True)
+            self.assertEqual(run.returncode, 2, run.stderr)
+            self.assertIn(says, run.stderr)
+
     def test_single_warpgroup_kernel_compiles_within_128_registers(self):
         """The single-warpgroup experiment (kernels/fmha_fwd/fmha_fwd_gluon_solo.py, four CTAs an SM at 128 registers a
         thread) compiles for sm_90 with the library's INT8 D=64 parameters and 128-key tiles: no local memory inside

@@ -74,10 +74,17 @@ class KeyRange(unittest.TestCase):
         # 256: the dense FP8 instances' wide tile (wider than the 128-row block); align: tiles on a grid from a
         # multiple of it (key_range's ALIGN), not of the tile.
         for block_n, align in ((64, 0), (128, 0), (256, 0), (256, 128), (256, 64), (128, 64)):
+            shifted_unmasked = 0  # ALIGN cases whose grid is off BLOCK_N's and that have unmasked tiles on it
             for causal in (False, True):
                 n = 300
-                sq, sk = rng.integers(1, 450, n), rng.integers(1, 450, n)
-                left = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 600, n))
+                if align:
+                    # Sequences longer than the windows, so that the window's left edge falls inside them and the
+                    # shifted grid carries unmasked tiles (with the short ones below it seldom does).
+                    sq, sk = rng.integers(512, 2048, n), rng.integers(512, 2048, n)
+                    left = np.where(rng.random(n) < 0.1, -1, rng.integers(0, 700, n))
+                else:
+                    sq, sk = rng.integers(1, 450, n), rng.integers(1, 450, n)
+                    left = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 600, n))
                 right = np.where(rng.random(n) < 0.5, -1, rng.integers(0, 300, n))
                 start_m = np.array([rng.integers(0, (q + 127) // 128) * 128 for q in sq])
                 got = run((start_m, sq, sk, left, right), 128, block_n, causal, align)
@@ -87,6 +94,7 @@ class KeyRange(unittest.TestCase):
                             align)
                     with self.subTest(case=case, bounds=tuple(got[t])):
                         self.assertEqual(ns % (align or block_n), 0)
+                        shifted_unmasked += int(ns % block_n != 0 and lme < fe)
                         self.assertEqual((lme - ns) % block_n if lme < ne else 0, 0, "lo_masked_end off the grid")
                         self.assertEqual((fe - ns) % block_n if fe < ne else 0, 0, "full_end off the grid")
                         self.assertEqual(len(range(ns, ne, block_n)), max(0, -(-(ne - ns) // block_n)))
@@ -101,6 +109,8 @@ class KeyRange(unittest.TestCase):
                                     j = j[(j < min(i + hi + 1, case[2])) & (j >= i + lo)]
                                     kept[j] = True
                             np.testing.assert_array_equal(kept, visible(i, *case[1:5], causal), f"row {i}")
+            if align:
+                self.assertGreater(shifted_unmasked, 20, f"too few shifted cases with unmasked tiles, {block_n}/{align}")
 
     def test_aligned_window_tiles(self):
         """What ALIGN is for (issue 9's 4k window at S=32768, causal, 128-row blocks, 256-key tiles): counted in
@@ -117,6 +127,18 @@ class KeyRange(unittest.TestCase):
                 tiles.add(whole - 0.5 * (ne - (ns + (whole - 1) * 256) <= 128))
             with self.subTest(align=align):
                 self.assertEqual(tiles, want)
+            # And a few of these blocks row by row against the definition (the random cases' check, at 32k).
+            for t in (0, 1, 100, n - 1):
+                lo, hi, ns, lme, fe, ne = got[t]
+                for i in range(int(start_m[t]), int(start_m[t]) + 128, 9):
+                    kept = np.zeros(s, bool)
+                    for tile in range(ns, ne, 256):
+                        j = np.arange(tile, tile + 256)
+                        if lme <= tile < fe:
+                            kept[j] = True
+                        else:
+                            kept[j[(j < min(i + hi + 1, s)) & (j >= i + lo)]] = True
+                    np.testing.assert_array_equal(kept, visible(i, s, s, left, -1, True), f"align {align} row {i}")
 
     def test_keep_mask_is_the_two_sided_bound(self):
         rng = np.random.default_rng(5)
@@ -150,6 +172,12 @@ class KeyRange(unittest.TestCase):
                 self.assertEqual(ne, min(big, start_m + 128) if causal else big, "n_end: the bound sums wrapped")
                 self.assertEqual(ns, 0)
                 self.assertEqual(fe, start_m if causal else big // 128 * 128, "unmasked tiles")
+        # ALIGN with a left window there: tiles from the multiple of 128 below the first row's lowest key.
+        left = 4095
+        lo, hi, ns, lme, fe, ne = run(([start_m], [big], [big], [left], [-1]), 128, 256, True, 128)[0]
+        self.assertEqual((ns, ne), ((start_m - left) // 128 * 128, min(big, start_m + 128)), "aligned bounds wrapped")
+        self.assertEqual((fe - ns) % 256, 0)
+        self.assertTrue(ns <= lme <= fe <= ne)
 
 
 if __name__ == "__main__":
