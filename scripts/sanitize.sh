@@ -19,8 +19,8 @@
 #   SANITIZE_TOOLS="memcheck racecheck" bash scripts/sanitize.sh
 #   SANITIZE_SET=paged bash scripts/sanitize.sh           only the paged decode: every compiled instance forced by
 #       name (Triton and Gluon, pages of 16 and 64), one and four query tokens, lengths 17 and 1000 (a masked
-#       tail, several stages, split-KV with the combine), and a batch of 64 with one split (the head-pair
-#       instance's case), under every tool (a few minutes in all)
+#       tail, several stages, split-KV with the combine), a batch of 64 with one split (the head-pair
+#       instance's case) and MQA (the 32-row instances), under every tool (a minute in all)
 #
 # Each tool's log (program output and reports): $OUT/sanitize_<tool>.log. One summary line per tool. Exit 1
 # when a tool reports an error, a program fails or times out under it, or a program is missing.
@@ -88,9 +88,11 @@ RACE_RUNS=(
 )
 
 if [[ ${SANITIZE_SET:-all} == paged ]]; then
-  # The second run has one split (64 x 8 kv heads fill the GPU), which the head-pair instance needs.
+  # The second run has one split (64 x 8 kv heads fill the GPU), which the head-pair instance needs; the third is
+  # MQA (32 query rows per kv head: the 32-row instances, Gluon and Triton).
   FULL_RUNS=("$PROFILER ${COMMON_PROFILER[*]} --operation=paged --providers=instance --batch=2 --heads_q=32 --heads_kv=8 --seqlen_q=1,4 --seqlen_k=17,1000 --head_dim=128"
-             "$PROFILER ${COMMON_PROFILER[*]} --operation=paged --providers=instance --batch=64 --heads_q=32 --heads_kv=8 --seqlen_q=1 --seqlen_k=1000 --head_dim=128")
+             "$PROFILER ${COMMON_PROFILER[*]} --operation=paged --providers=instance --batch=64 --heads_q=32 --heads_kv=8 --seqlen_q=1 --seqlen_k=1000 --head_dim=128"
+             "$PROFILER ${COMMON_PROFILER[*]} --operation=paged --providers=instance --batch=2 --heads_q=32 --heads_kv=1 --seqlen_q=1 --seqlen_k=17,1000 --head_dim=128")
   RACE_RUNS=("${FULL_RUNS[@]}")
 fi
 
