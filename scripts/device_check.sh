@@ -24,7 +24,7 @@
 #   guard      bench/bench_guard.py: the quality guard's overhead when it does not trigger (~1 min)
 #   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides,
 #              INT8_SEQLENS narrows the points, INT8_HEAD_DIMS=64,128 adds D=128), then bench/bench_int8_instances.py,
-#              every compiled INT8 instance by name (~8 min; INT8_INSTANCES=0 skips the second part)
+#              every compiled INT8 instance by name (~4 min; INT8_INSTANCES=0 skips the second part)
 #   quantsweep bench/sweep_quantize.py: the quantize kernels' variants through the JIT on the accuracy modes' recipes
 #              (QUANT_VARIANTS overrides the list; the default: the library's apply against the Gluon apply),
 #              apply alone and the whole quantization, outputs checked byte for byte; under a minute; needs no build
@@ -196,23 +196,21 @@ if step clocks; then
 fi
 if step int8; then
   # INT8 Q.K^T (issue 7's int8_qk mode): the kernel's INT8 settings through the JIT at D=64 (the library's 128-row
-  # ring of 2, three consumers, and four consumer warpgroups per SM: 256-row blocks with 64-key tiles (rings of 2 and
-  # 4) or two 128-row CTAs an SM, beside the 128-row kernel on 64-key tiles; and four single-warpgroup CTAs an SM,
-  # fmha_fwd_gluon_solo.py, at 128-key tiles; INT8_VARIANTS overrides, INT8_SEQLENS
-  # narrows the points), then every compiled INT8 instance by name through the library (the extra set's only with a
-  # FP8ATTN_KERNELS=* build).
+  # kernel with its ring of 2, three consumers, and four single-warpgroup CTAs an SM, fmha_fwd_gluon_solo.py; the
+  # four-consumer and two-CTA variants, measured on an H100 on 2026-12-05 (docs/perf/NOTES.md), are sweep switches:
+  # NUM_CONSUMERS=4,BLOCK_N=64 and BLOCK_N=64,CONSUMER_REGS=104,MAXNREG=80,CTAS_PER_SM=2), INT8_VARIANTS overrides,
+  # INT8_SEQLENS narrows the points; then every compiled INT8 instance by name through the library (the extra set's
+  # only with a FP8ATTN_KERNELS=* build).
   K=kernels/fmha_fwd/fmha_fwd_gluon.py
   S=KEY_PERMUTED=1,NUM_STAGES=2
-  variants=${INT8_VARIANTS:-"lib=$K:$S c3=$K:$S,NUM_CONSUMERS=3 c4n64=$K:$S,NUM_CONSUMERS=4,BLOCK_N=64
-    c4n64s4=$K:KEY_PERMUTED=1,NUM_STAGES=4,NUM_CONSUMERS=4,BLOCK_N=64
-    x2n64=$K:$S,BLOCK_N=64,CONSUMER_REGS=104,MAXNREG=80,CTAS_PER_SM=2 n64=$K:$S,BLOCK_N=64
+  variants=${INT8_VARIANTS:-"lib=$K:$S c3=$K:$S,NUM_CONSUMERS=3
     solo=kernels/fmha_fwd/fmha_fwd_gluon_solo.py:$S,NUM_CONSUMERS=1,MAXNREG=128,CTAS_PER_SM=4"}
   args=()
   for v in $variants; do args+=(--variant "$v"); done
   [[ -n "${INT8_SEQLENS:-}" ]] && args+=(--seqlens "$INT8_SEQLENS")
   # INT8_HEAD_DIMS (default 64) sets the sweep's head dims and the suite configs the instances run on.
   int8_dims=${INT8_HEAD_DIMS:-64}
-  # Seven variants compiled on a fresh machine, four points: most of the step's time (the CSV is written per point).
+  # The variants compiled on a fresh machine and four points (the CSV is written per point).
   timeout 420 python3 bench/sweep_gluon.py --int8 "${args[@]}" --head-dims "$int8_dims" --csv "$OUT/int8_sweep.csv" \
     > "$OUT/int8_sweep.txt" 2>&1 || status=1
   tail -20 "$OUT/int8_sweep.txt"
