@@ -12,7 +12,9 @@ walking work items persistently; 0: one program per work item), balance=1 (with 
 every program the same number of items, +-1), and the kernel's switches by name (upper-case constexprs, e.g. NAME=1;
 K_HEAD_MAJOR=1, with gluon=1, copies the K pages head-major for the kernel; only a variant after a plain first one
 has its output checked). HEAD_PAIRS=1 (Gluon: two kv heads per work item) takes cases whose rows fit half of ROWS
-and that need no split (the others print an error row): batch * heads_kv / 2 items.
+and that need no split (the others print an error row): batch * heads_kv / 2 items; with PAIR_SPLITS=1 as well, the
+pairs are split over the keys as one-head items would be (the split count from the pair items) and the combine
+merges each head's partials.
 Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 
@@ -96,21 +98,25 @@ def launcher(case, inp, v):
     chunks = (rows + v["ROWS"] - 1) // v["ROWS"]
     keys = context if window < 0 else min(context, window + q_len + v["BLOCK_N"] - 1)
     pages = (keys + page - 1) // page
-    splits = v["splits"] or split_count(batch * heads_kv * chunks, pages, v["target"])
+    pair_splits = bool(v.get("PAIR_SPLITS"))
+    # PAIR_SPLITS: the automatic count from the pair items (half the one-head programs), as the host would plan it.
+    splits = v["splits"] or split_count(batch * heads_kv * chunks // (2 if pair_splits else 1), pages, v["target"])
     per_iter = max(1, v["BLOCK_N"] // page)
     per_split = max(1, (pages + splits - 1) // splits)
     pages_per_split = (per_split + per_iter - 1) // per_iter * per_iter
     programs = batch * heads_kv * chunks * splits
+    partial_rows = programs * v["ROWS"]  # the combine's layout: per kv head, pairs or not
     if v.get("HEAD_PAIRS"):
-        # kernels/paged/paged_decode_gluon.py HEAD_PAIRS: an item is a pair of kv heads, one row chunk, one split.
-        if not v["gluon"] or heads_kv % 2 or 2 * rows > v["ROWS"] or splits != 1:
+        # kernels/paged/paged_decode_gluon.py HEAD_PAIRS: an item is a pair of kv heads, one row chunk, one split
+        # (PAIR_SPLITS: any split count, each head's rows written to its own partials).
+        if not v["gluon"] or heads_kv % 2 or 2 * rows > v["ROWS"] or (splits != 1 and not pair_splits):
             raise ValueError(f"HEAD_PAIRS needs the Gluon kernel, an even heads_kv ({heads_kv}), rows <= ROWS / 2 "
-                             f"({rows} of {v['ROWS']}) and one split ({splits})")
+                             f"({rows} of {v['ROWS']}) and one split ({splits}) unless PAIR_SPLITS=1")
         programs //= 2
     q = inp["q"]
     out = torch.empty_like(q)
-    part_o = torch.empty((programs * v["ROWS"], HEAD_DIM), device="cuda", dtype=torch.float32)
-    part_ml = torch.empty((programs * v["ROWS"], 2), device="cuda", dtype=torch.float32)
+    part_o = torch.empty((partial_rows, HEAD_DIM), device="cuda", dtype=torch.float32)
+    part_ml = torch.empty((partial_rows, 2), device="cuda", dtype=torch.float32)
     extra = {"maxnreg": v["maxnreg"]} if v["maxnreg"] else {}
     # The kernel's own switches (upper-case names other than the tile's), e.g. NAME=1.
     switches = {k: bool(x) for k, x in v.items() if k.isupper() and k not in ("BLOCK_N", "ROWS")}

@@ -173,7 +173,9 @@ def compile_spec(c: PagedConfig):
                       "K_HEAD_MAJOR": False,
                       # UNIFORM_PAGE (a stage inside one page: scalar table entry and descales, masks only where
                       # a row's visible keys end in the stage): on; it takes effect where PAGE >= BLOCK_N.
-                      "UNIFORM_PAGE": True}
+                      "UNIFORM_PAGE": True,
+                      # PAIR_SPLITS (head pairs split over the keys, partials per kv head): a sweep switch.
+                      "PAIR_SPLITS": False}
         return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; Triton's pipeliner has no part
     elif c.stage == "decode":
         if c.head_pairs:

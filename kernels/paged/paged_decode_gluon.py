@@ -92,11 +92,16 @@ def _vt_core_layout(head_dim, block_n):
 
 
 @gluon.jit
-def _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS: gl.constexpr = False):
+def _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS: gl.constexpr = False,
+             PAIR_SPLITS: gl.constexpr = False):
     """Work item w -> (b, kv head, row chunk, split), the Triton kernel's program order; with HEAD_PAIRS the kv
-    head is the first of the item's pair (one split and one row chunk: the host's contract)."""
+    head is the first of the item's pair (one split and one row chunk: the host's contract; PAIR_SPLITS: splits,
+    fastest, as without pairs)."""
     if HEAD_PAIRS:
         pairs = heads_kv // 2
+        if PAIR_SPLITS:
+            rest = w // num_splits
+            return rest // pairs, rest % pairs * 2, w * 0, w % num_splits
         return w // pairs, w % pairs * 2, w * 0, w * 0
     split = w % num_splits
     rest = w // num_splits
@@ -161,7 +166,7 @@ def _block_pages(table_row, start, key_hi, num_pages, PAGE: gl.constexpr, NP: gl
 def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv, num_pages,
               max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
-              HEAD_PAIRS: gl.constexpr, K_HEAD_MAJOR: gl.constexpr):
+              HEAD_PAIRS: gl.constexpr, K_HEAD_MAJOR: gl.constexpr, PAIR_SPLITS: gl.constexpr = False):
     """TMA loads of every block of this program's work items into the ring (with HEAD_PAIRS both heads' slices of
     the block's pages into the stage's two buffers, s * 2 and s * 2 + 1). (Loading the block table's entries a
     block ahead, and the next item's length an item ahead, measured no faster on the H200: docs/perf/NOTES.md.)"""
@@ -171,7 +176,7 @@ def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens
     HEADS: gl.constexpr = 2 if HEAD_PAIRS else 1
     it = 0  # ring iterations so far, across this program's work items (the ring runs on from one to the next)
     for w in range(gl.program_id(0), num_items, gl.num_programs(0)):
-        b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS)
+        b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS, PAIR_SPLITS)
         seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
         win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
         table_row = BlockTable + b.to(gl.int64) * max_pages
@@ -449,12 +454,13 @@ def _softmax_stage(st, start, key_hi, m_i, l_i, bad_keys, row_scale, row_scale_m
 
 @gluon.jit
 def _item_q(Q, Seqlens, w, num_items, q_len, heads_q, heads_kv, num_splits, row_chunks, stride_qb, stride_qs,
-            stride_qh, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr, HEAD_PAIRS: gl.constexpr):
+            stride_qh, HEAD_DIM: gl.constexpr, ROWS: gl.constexpr, HEAD_PAIRS: gl.constexpr,
+            PAIR_SPLITS: gl.constexpr = False):
     """Work item w's query rows as loaded (bf16, [ROWS, HEAD_DIM], rows past the chunk's 0) and its sequence's
     length, unchecked; nothing is loaded for w >= num_items (PREFETCH_ITEM loads them an item ahead)."""
     q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
     live = w < num_items
-    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS)
+    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS, PAIR_SPLITS)
     group = heads_q // heads_kv
     offs_dq = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, q_layout))
     tok_q, head_q, row_ok, second = _row_map(gl.arange(0, ROWS, layout=gl.SliceLayout(1, q_layout)), chunk, hk,
@@ -473,11 +479,12 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
               descale_stride_page, descale_stride_head, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
               NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr, HEAD_PAIRS: gl.constexpr,
-              UNIFORM_PAGE: gl.constexpr):
+              UNIFORM_PAGE: gl.constexpr, PAIR_SPLITS: gl.constexpr = False):
     it = 0  # ring iterations consumed so far, across work items (the producer's count)
     if PREFETCH_ITEM:
         q_next, seqlen_next = _item_q(Q, Seqlens, gl.program_id(0), num_items, q_len, heads_q, heads_kv, num_splits,
-                                      row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS, HEAD_PAIRS)
+                                      row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS, HEAD_PAIRS,
+                                      PAIR_SPLITS)
     for w in range(gl.program_id(0), num_items, gl.num_programs(0)):
         if PREFETCH_ITEM:
             # The next item's Q and length, loaded now and used an item later (their load latency at each
@@ -485,16 +492,16 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
             q, seqlen = q_next, seqlen_next
             q_next, seqlen_next = _item_q(Q, Seqlens, w + gl.num_programs(0), num_items, q_len, heads_q, heads_kv,
                                           num_splits, row_chunks, stride_qb, stride_qs, stride_qh, HEAD_DIM, ROWS,
-                                          HEAD_PAIRS)
+                                          HEAD_PAIRS, PAIR_SPLITS)
         else:
             q, seqlen = _item_q(Q, Seqlens, w, w + 1, q_len, heads_q, heads_kv, num_splits, row_chunks, stride_qb,
-                                stride_qs, stride_qh, HEAD_DIM, ROWS, HEAD_PAIRS)
+                                stride_qs, stride_qh, HEAD_DIM, ROWS, HEAD_PAIRS, PAIR_SPLITS)
         it = _consume_item(w, it, q, seqlen, k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
                            empty, KDescale, VDescale, BlockTable, O, PartialO, PartialML,
                            softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split,
                            num_splits, row_chunks, stride_ob, stride_os, stride_oh,
                            descale_stride_page, descale_stride_head, window_left,
-                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, HEAD_PAIRS, UNIFORM_PAGE)
+                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, HEAD_PAIRS, UNIFORM_PAGE, PAIR_SPLITS)
 
 
 @gluon.jit
@@ -504,7 +511,8 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
                   row_chunks, stride_ob, stride_os, stride_oh,
                   descale_stride_page, descale_stride_head, window_left,
                   HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
-                  NUM_STAGES: gl.constexpr, HEAD_PAIRS: gl.constexpr, UNIFORM_PAGE: gl.constexpr):
+                  NUM_STAGES: gl.constexpr, HEAD_PAIRS: gl.constexpr, UNIFORM_PAGE: gl.constexpr,
+                  PAIR_SPLITS: gl.constexpr = False):
     """One work item (the Triton kernel's program w), its blocks at ring iterations it, it + 1, ...; returns the
     ring iteration after its last block. q_rows, seqlen_raw: its Q rows and sequence length as loaded (_item_q).
     Every MMA of the previous item has been waited for, so Q's and P's shared memory are free to overwrite."""
@@ -518,7 +526,7 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
 
     # The next stage's S^T stays in flight while a P.V is waited for: its two MMAs per kv head.
     S_IN_FLIGHT: gl.constexpr = 4 if HEAD_PAIRS else 2
-    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS)
+    b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS, PAIR_SPLITS)
     group = heads_q // heads_kv
     seqlen, bad = _checked_seqlen(seqlen_raw, max_pages, PAGE)
     # Q: each row scaled to e4m3's range by its own factor, as two e4m3 terms (the Triton kernel's).
@@ -591,16 +599,23 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     l_row = gl.sum(l_i, 0)
     l_row = gl.where(bad, float("nan"), l_row)
     offs_d = gl.arange(0, HEAD_DIM, layout=key_l)
-    # Head pairs always write O (one split is the host's contract; a pair item's rows have no place in the
-    # partials' layout, which the combine reads per kv head).
-    if HEAD_PAIRS or num_splits == 1:
+    # Head pairs write O with one split, the host's contract; PAIR_SPLITS (a sweep switch) writes each head's rows
+    # (half the item's: rows past q_len * group are the combine's padding rows, which it never reads) into that kv
+    # head's partials, as a one-head item of that head, split and chunk 0 would.
+    if (HEAD_PAIRS and not PAIR_SPLITS) or num_splits == 1:
         out = acc / gl.where(l_row == 0.0, 1.0, l_row)[None, :]
         o_ptr = (O + b.to(gl.int64) * stride_ob + tok[None, :].to(gl.int64) * stride_os +
                  head[None, :].to(gl.int64) * stride_oh + offs_d[:, None])
         gl.store(o_ptr, out.to(gl.bfloat16), mask=row_ok[None, :])
     else:
         # Partials: [batch, heads_kv, row_chunks, num_splits, ROWS, HEAD_DIM] and [..., ROWS, 2] (max, sum).
-        prow = w.to(gl.int64) * ROWS + gl.arange(0, ROWS, layout=row_l)
+        if PAIR_SPLITS:
+            HALF: gl.constexpr = ROWS // 2
+            rows = gl.arange(0, ROWS, layout=row_l)
+            head_item = ((b * heads_kv + hk + second.to(gl.int32)) * row_chunks + chunk) * num_splits + split
+            prow = head_item.to(gl.int64) * ROWS + rows % HALF
+        else:
+            prow = w.to(gl.int64) * ROWS + gl.arange(0, ROWS, layout=row_l)
         gl.store(PartialO + prow[None, :] * HEAD_DIM + offs_d[:, None], acc)
         gl.store(PartialML + prow * 2, m_i)
         gl.store(PartialML + prow * 2 + 1, l_row)
@@ -615,12 +630,13 @@ def paged_decode_gluon_kernel(
     descale_stride_page, descale_stride_head, window_left, softcap, num_items,
     HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
     NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr = False, HEAD_PAIRS: gl.constexpr = False,
-    K_HEAD_MAJOR: gl.constexpr = False, UNIFORM_PAGE: gl.constexpr = True,
+    K_HEAD_MAJOR: gl.constexpr = False, UNIFORM_PAGE: gl.constexpr = True, PAIR_SPLITS: gl.constexpr = False,
 ):
     """paged_decode_triton.paged_decode_kernel's arguments and outputs, with the cache read through k_desc / vt_desc
     and its programs walked as num_items work items (module docstring). No soft-capping: `softcap` is in the list
     only so that both kernels share their arguments (the host runs soft-capped calls on the Triton kernel)."""
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
+    gl.static_assert(not PAIR_SPLITS or HEAD_PAIRS, "PAIR_SPLITS: head pairs split over the keys")
     gl.static_assert(ROWS % 8 == 0 and ROWS <= 64, "ROWS: a multiple of 8 up to 64 (the MMA's N)")
     NP: gl.constexpr = BLOCK_N // PAGE if BLOCK_N > PAGE else 1
     SUB: gl.constexpr = BLOCK_N // NP
@@ -650,8 +666,9 @@ def paged_decode_gluon_kernel(
                      softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split, num_splits,
                      row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
                      descale_stride_page, descale_stride_head, window_left, num_items,
-                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM, HEAD_PAIRS, UNIFORM_PAGE)),
+                     HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM, HEAD_PAIRS, UNIFORM_PAGE,
+                     PAIR_SPLITS)),
         (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
                      num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
-                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES, HEAD_PAIRS, K_HEAD_MAJOR)),
+                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES, HEAD_PAIRS, K_HEAD_MAJOR, PAIR_SPLITS)),
     ], [1], [24])
