@@ -38,10 +38,7 @@ import params as kernel_params  # noqa: E402
 from aot_compile import PINNED_TRITON, TARGET_ARCH, sass_of, wgmma_serialized  # noqa: E402
 from families import FAMILIES  # noqa: E402
 from operations import fmha_fwd, module_of  # noqa: E402
-
-_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
-_BRANCH = re.compile(r"\bBRA\b.*?0x([0-9a-f]+)")
-
+from sass_loops import instructions, loops  # noqa: E402
 
 def config_of(name):
     try:
@@ -51,35 +48,6 @@ def config_of(name):
         if config is None:
             raise SystemExit(f"{name}: neither a manifest instance nor an attention name")
         return config
-
-
-def instructions(sass):
-    """[(address, opcode, line)] of the SASS, in order."""
-    out = []
-    for line in sass.splitlines():
-        m = _INSTR.search(line)
-        if m:
-            out.append((int(m[1], 16), m[3], line))
-    return out
-
-
-def loops(instrs):
-    """(start, end, Counter of opcodes' first word) for each loop: the body from a back edge's target to it."""
-    found = []
-    for address, op, line in instrs:
-        # A loop's back edge is predicated; the unconditional backward branches are the out-of-line retry paths of
-        # mbarrier waits (placed after the kernel's end), which jump back into the code they left, and the
-        # warp-specialized partitions' dispatch.
-        if op != "BRA" or not _INSTR.search(line)[2]:
-            continue
-        m = _BRANCH.search(line)
-        if not m:
-            continue
-        target = int(m[1], 16)
-        if target < address:
-            body = Counter(o.split(".")[0] for a, o, _ in instrs if target <= a <= address)
-            found.append((target, address, body))
-    return found
 
 
 def summarize(sass):

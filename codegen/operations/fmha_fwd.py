@@ -199,12 +199,28 @@ KERNELS = {
     "triton": ("fmha_fwd.fmha_fwd_triton", "fmha_fwd_kernel", TRITON_PARAMS, "FmhaFwdTritonParams"),
     "gluon": ("fmha_fwd.fmha_fwd_gluon", "fmha_fwd_gluon_kernel", GLUON_PARAMS, "FmhaFwdGluonParams"),
 }
+# The Gluon kernel of one warpgroup a CTA (64-row blocks; kernels/fmha_fwd/fmha_fwd_gluon_solo.py): the library
+# kernel's parameters, several CTAs an SM (gluon_programs_per_sm).
+GLUON_SOLO = ("fmha_fwd.fmha_fwd_gluon_solo", "fmha_fwd_gluon_kernel", GLUON_PARAMS, "FmhaFwdGluonParams")
 
 
 def kernel_of(c: FmhaConfig):
     if c.family not in KERNELS:
         raise ValueError(f"{name_of(c)}: no {c.family} kernel for {NAME}")
+    if c.family == "gluon" and c.block_m == GLUON_WG_M:
+        return GLUON_SOLO
     return KERNELS[c.family]
+
+
+# Registers a thread of the single-warpgroup kernel: four CTAs of 128 threads fill an SM's 65536.
+SOLO_REGS = 128
+
+
+def gluon_programs_per_sm(c: FmhaConfig):
+    """Programs of a Gluon instance an SM holds, the persistent grid's multiple of the SM count (the C++ record's
+    programs_per_sm): one for the warp-specialized kernel (its consumers' registers leave room for one CTA), four for
+    the single-warpgroup kernel (128 registers a thread, SOLO_REGS; 45 KB of shared memory each)."""
+    return 4 if c.family == "gluon" and c.block_m == GLUON_WG_M else 1
 
 
 def gluon_tensordesc(dtype, block, swizzle=128):
@@ -318,7 +334,37 @@ def gluon_raw_stages(c: FmhaConfig):
     return 2 if ring + 2 * raw + 1024 <= SM90_SHARED_BYTES else 1
 
 
+def _gluon_solo_compile_spec(c: FmhaConfig):
+    """The single-warpgroup kernel (kernels/fmha_fwd/fmha_fwd_gluon_solo.py): INT8 Q.K^T with per-block descales at
+    head_dim 64, the key-permuted V^T, 128-key tiles and a ring of 2, dense: where it was measured (H200 and H100,
+    2026-12-05, bench/sweep_gluon.py --int8: +4% at S=2048 full over the 192-row instance, +8% / +5% at causal S=2048
+    / 8192 over the 128-row one; at D=128 it spills at 128 registers, and FP8 keeps its 256-key tiles)."""
+    _, _, params, _ = kernel_of(c)
+    if not (c.is_int8_qk and c.block_descale and c.v_type == "e4m3" and c.v_key_permuted and c.head_dim == 64
+            and c.block_n == 128 and c.stages == 2 and c.warps == 4 and not c.varlen and not c.row_sum_mma
+            and c.out_type == "bf16" and c.acc_type == "f32" and not c.warp_specialized and not c.even_n
+            and not c.softcap and not c.v_natural):
+        raise ValueError(f"{name_of(c)}: 64-row blocks (the single-warpgroup kernel) are i8 Q.K^T, bdesc, vkperm, "
+                         "64x128x64, w4, s2, dense")
+    row_swizzle = min(128, c.head_dim)  # bytes of a row of head_dim 8-bit elements
+    io, v, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.v_type], TRITON_TYPES[c.out_type]
+    types = {
+        "q_desc": gluon_tensordesc(io, [1, GLUON_WG_M, 1, c.head_dim], row_swizzle),
+        "k_desc": gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
+        "vt_desc": gluon_tensordesc(v, [1, 1, c.head_dim, c.block_n], min(128, c.block_n)),
+        "o_desc": gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
+        "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
+        "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32", "V": f"*{v}",
+    }
+    constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
+                  "NUM_STAGES": c.stages, "KEY_PERMUTED": True, "QK_INT8": True, "BLOCK_DESCALE": True,
+                  "INT8_INF_SELECTS": True, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride}
+    return params, types, constexprs, c.warps, c.stages
+
+
 def _gluon_compile_spec(c: FmhaConfig):
+    if c.block_m == GLUON_WG_M:
+        return _gluon_solo_compile_spec(c)
     _, _, params, _ = kernel_of(c)
     # head_dim 256: e4m3 128-key tiles (shared memory: Q 32 KB, two K and two V^T stages 128 KB, O 64 KB; 64 keys
     # compile too), bf16 64-key tiles (Q 64 KB, K and V stages 128 KB, one O buffer the warpgroups share 32 KB);
@@ -374,8 +420,9 @@ def _gluon_compile_spec(c: FmhaConfig):
                          "BLOCK_N / 2 + BLOCK_N / 8 + head_dim <= 224 (128x128x64, 128x256x64 e4m3, 128x128x128)")
     if not supported:
         raise ValueError(f"{name_of(c)}: the gluon kernel is e4m3 (or i8 Q/K with bdesc, or bf16 with V as given) "
-                         "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm; 128x256x64: i8 vkperm), "
-                         "128x128x256 (e4m3) or 128x64x256, 192x128x64/128 (three consumers), 256x64x64 and 128x64x64 (i8 vkperm), "
+                         "-> bf16, 128x128x64, 128x128x128 (128x256x64, 128x256x128: dense e4m3 vkperm; "
+                         "128x256x64: i8 vkperm), 128x128x256 (e4m3) or 128x64x256, 192x128x64/128 (three "
+                         "consumers), 256x64x64 and 128x64x64 (i8 vkperm), 64x128x64 (i8 vkperm bdesc, one warpgroup), "
                          "w4 (two to four consumer warpgroups of 64 rows + a producer "
                          "warp), 2 or 3 stages, "
                          "FP8 V^T (optionally vkperm; vnat: dense e4m3 at head_dim 64/128), no ws/evenn/softcap")
@@ -464,6 +511,8 @@ def compile_options(c: FmhaConfig):
     spills (check_sass refuses local-memory traffic); the INT8 per-block-descale ones would spill and keep theirs."""
     if c.family == "triton" and c.head_dim == 64 and c.warps == 8 and not c.block_descale:
         return {"maxnreg": TWO_CTAS_8_WARPS_REGS}
+    if gluon_programs_per_sm(c) > 1:
+        return {"maxnreg": SOLO_REGS}
     return {}
 
 
@@ -473,7 +522,15 @@ def check_sass(c: FmhaConfig, mma_counts, sass="", ttgir=""):
     load under a branch) costs the registers of a whole tile and made the D=64 instance 55% slower on the H200;
     P.V's A operand (P) is the only register operand expected."""
     cap = compile_options(c).get("maxnreg")
-    if cap and re.search(r"\b(LDL|STL)\b", sass):
+    if cap and gluon_programs_per_sm(c) > 1:
+        # The single-warpgroup kernel: nothing in its key-tile loop (a spill there costs every tile); a few local
+        # accesses per query block outside it are allowed (2 at INT8 D=64).
+        from sass_loops import innermost_mma_loops
+        spilling = [lp for lp in innermost_mma_loops(sass) if lp[2]["LDL"] + lp[2]["STL"]]
+        if spilling:
+            raise RuntimeError(f"{name_of(c)}: local memory in the key-tile loop under the {cap}-register cap "
+                               f"({[(hex(lp[0]), lp[2]['LDL'] + lp[2]['STL']) for lp in spilling]})")
+    elif cap and re.search(r"\b(LDL|STL)\b", sass):
         raise RuntimeError(f"{name_of(c)}: spills to local memory under the {cap}-register cap")
     if ttgir and c.family == "triton" and not any(
             " : !ttg.memdesc" in line for line in ttgir.splitlines() if "warp_group_dot " in line):
@@ -509,4 +566,4 @@ def cpp_config(c: FmhaConfig):
             f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
             f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}, "
             f"{b(c.v_key_permuted)}, {b(c.block_descale)}, {b(c.softcap)}, {b(c.varlen)}, "
-            f"{b(c.k_descale_unit_stride)}}}")
+            f"{b(c.k_descale_unit_stride)}, {gluon_programs_per_sm(c)}}}")

@@ -1,5 +1,7 @@
 """Attention forward in Gluon with single-warpgroup CTAs, several per SM, no warp specialization: SageAttention's
-organisation of its Hopper INT8 Q.K^T kernel, as an experiment of bench/sweep_gluon.py (not in the library).
+organisation of its Hopper INT8 Q.K^T kernel. The library's 64-row instances (INT8 Q.K^T at head_dim 64,
+`..._64x128x64_w4_s2_..._vkperm_bdesc_gluon`, four programs an SM: codegen/operations/fmha_fwd.py
+gluon_programs_per_sm), and a variant of bench/sweep_gluon.py (NUM_CONSUMERS=1,MAXNREG=128,CTAS_PER_SM=4).
 
 The library's kernel (fmha_fwd_gluon.py) runs one CTA per SM: a producer warp and two or three consumer warpgroups
 of 64 query rows sharing one K/V ring. Each consumer's chain (S, softmax, P.V) is hidden only by the other consumers,
@@ -16,9 +18,14 @@ Per key tile j of a query block (ring stage s = j % NUM_STAGES):
 Blocks are walked persistently (program_id, program_id + num_programs, ...: the sweep's CTAS_PER_SM=4 launches four
 programs per SM); a block's first NUM_STAGES tiles are loaded with its Q, so the loads do not run across blocks.
 
-The same argument list as fmha_fwd_gluon_kernel, so that the sweep launches either; dense calls only (no varlen), e4m3
-or INT8 Q.K^T with a V^T (key-permuted or not), head_dim up to 128; softcap is not applied (the sweep passes 0; BF16,
-TRANSPOSE_V and SUM_ON_TC are not parameters here, so a sweep that sets them fails at launch).
+Measured (H200, 2026-12-05, bench/sweep_gluon.py --int8, D=64): +4% at S=2048 full over the 192-row kernel, +8% at
+causal S=2048 and +5% at causal S=8192 over the 128-row one, -7% at full S=8192 (there the 192-row kernel's longer
+loop with S-ahead wins); FP8 keeps the warp-specialized kernel (its 256-key tiles).
+
+The same argument list as fmha_fwd_gluon_kernel, so that the sweep and the launcher drive either; dense calls only
+(no varlen), e4m3 or INT8 Q.K^T with a V^T (key-permuted or not), head_dim up to 128; softcap is not applied (the
+host refuses soft-capping on Gluon instances, the sweep passes 0; BF16, TRANSPOSE_V and SUM_ON_TC are not parameters
+here, so a sweep that sets them fails at launch).
 
 Four CTAs an SM hold only at D=64 with a ring of 2 (45 KB of shared memory a CTA, no spills in the key loop at 128
 registers: codegen/compile_variant.py); a ring of 3 (61.5 KB) leaves room for three, and D=128 spills at 128

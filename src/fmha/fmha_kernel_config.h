@@ -24,6 +24,7 @@ struct FmhaKernelConfig {
   bool softcap;           ///< "softcap": logit soft-capping (Arguments::softcap)
   bool varlen;            ///< "varlen" (gluon): packed sequences only; the other gluon instances refuse them
   bool k_descale_unit_stride;  ///< reads k descales at block stride 1 only (the Gluon INT8 instances)
+  int programs_per_sm;         ///< Gluon: persistent programs an SM holds (the grid's multiple of the SM count)
 
   bool fp8() const { return is_fp8(qk_type); }
   bool v_fp8() const { return is_fp8(v_type); }  ///< FP8 V (also under INT8 Q.K^T): read as V^T

@@ -323,11 +323,12 @@ Status make_plan(Arguments const& args, KernelInstance const& instance, Workspac
   }
   int64_t programs = attention_programs(p, instance);
   if (instance.family == library::KernelFamily::kGluon) {
-    // Persistent: one program per SM at most (its registers leave room for one CTA), each walking query
-    // blocks program_id, program_id + grid, ...
+    // Persistent: as many programs as the SMs hold at once (one for the warp-specialized kernel, whose registers
+    // leave room for one CTA; four for the single-warpgroup one: programs_per_sm), each walking query blocks
+    // program_id, program_id + grid, ...
     int sms = 0;
     if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
-    programs = std::min<int64_t>(programs, sms);
+    programs = std::min<int64_t>(programs, int64_t{sms} * std::max(1, fmha_config(instance).programs_per_sm));
   }
   plan->attention_launch = runtime::LaunchConfig::for_instance(instance, static_cast<unsigned>(programs));
   return Status::success();

@@ -412,6 +412,36 @@ class Manifest(unittest.TestCase):
         self.assertGreaterEqual(len(loops), 4, out)  # a key-tile loop per consumer warpgroup at least
         self.assertTrue(all(" 0 local" in line for line in loops), out)
 
+    def test_single_warpgroup_instances_are_recorded_as_four_per_sm(self):
+        """The 64-row Gluon instances run the single-warpgroup kernel (fmha_fwd_gluon_solo.py) at 128 registers a
+        thread, four programs an SM in the C++ record (the launcher's grid); every other Gluon attention instance
+        one. Only INT8 D=64 64x128 names compile to it; their build check refuses local memory in the key-tile
+        loop (and lets a few accesses per query block outside it pass)."""
+        from operations.fmha_fwd import (SOLO_REGS, check_sass, compile_options, compile_spec, cpp_config,
+                                         gluon_programs_per_sm, kernel_of, parse)
+        gluon = [c for c in manifest.instances("", True) if isinstance(c, FmhaConfig) and c.family == "gluon"]
+        solo = [c for c in gluon if c.block_m == 64]
+        self.assertEqual(sorted(c.causal for c in solo), [False, True])
+        for c in gluon:
+            per_sm = 4 if c in solo else 1
+            self.assertEqual(gluon_programs_per_sm(c), per_sm, name_of(c))
+            self.assertTrue(cpp_config(c)[1].endswith(f", {per_sm}}}"), name_of(c))
+        for c in solo:
+            self.assertEqual(kernel_of(c)[0], "fmha_fwd.fmha_fwd_gluon_solo")
+            self.assertEqual(compile_options(c), {"maxnreg": SOLO_REGS})
+            self.assertNotIn("NUM_CONSUMERS", compile_spec(c)[2])
+        bad = parse("fp8attn_sm90_fmha_fwd_e4m3_e4m3_f32_bf16_64x128x128_w4_s2_strided_full_vkperm_gluon")
+        with self.assertRaises(ValueError, msg=name_of(bad)) as err:
+            compile_spec(bad)
+        self.assertIn(name_of(bad), str(err.exception))
+        # The check on SASS of the key loop's shape: a local store inside the loop that issues the wgmma fails.
+        loop = ("/*0100*/ IGMMA.64x128x32.S8.S8 R24, gdesc[UR4], RZ ;\n/*0110*/ {} R1, [R2] ;\n"
+                "/*0120*/ @P1 BRA 0x100 ;\n/*0200*/ STL [R1], R2 ;\n")
+        counts = {"QGMMA": 1, "IGMMA": 1}
+        check_sass(solo[0], counts, loop.format("FADD"))  # a spill outside the loop passes
+        with self.assertRaises(RuntimeError):
+            check_sass(solo[0], counts, loop.format("STL"))
+
     def test_compile_variant_refuses_what_it_cannot_compile_as_asked(self):
         """codegen/compile_variant.py refuses by name an override that is not CONST=int, a shape (its descriptors
         follow the instance's name) and a runtime parameter, before compiling anything."""
