@@ -140,22 +140,37 @@ def ptx_params(ptx, function):
     return out
 
 
-def compile_instance(name, out_dir):
+def kernel_spec(config):
+    """(kernel function, params, types, constexprs, num_warps, num_stages, compile options) of an instance, as its
+    operation module declares them; codegen/compile_variant.py compiles variants from the same."""
     import importlib
 
-    import triton
+    operation = module_of(config)
+    module_name, function, _, _ = operation.kernel_of(config)
+    fn = getattr(importlib.import_module(module_name), function)
+    params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
+    options = operation.compile_options(config) if hasattr(operation, "compile_options") else {}
+    return fn, params, types, constexprs, num_warps, num_stages, options
+
+
+def compile_kernel(config, fn, params, types, constexprs, num_warps, num_stages, options):
+    """The instance's family compiles fn for sm_90 (no GPU needed)."""
     from triton.backends.compiler import GPUTarget
+
+    signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
+    return FAMILIES[config.family].compile(fn, signature, constexprs, attrs, num_warps, num_stages,
+                                           GPUTarget("cuda", TARGET_ARCH, 32), options)
+
+
+def compile_instance(name, out_dir):
+    import triton
 
     if triton.__version__ != PINNED_TRITON:
         raise SystemExit(f"triton=={triton.__version__} found; fp8attn compiles with triton=={PINNED_TRITON} "
                          "(cubin metadata and parameter expansion change between releases)")
     config = manifest.find(name)
     operation = module_of(config)
-    module_name, function, params, _ = operation.kernel_of(config)
-    fn = getattr(importlib.import_module(module_name), function)
-    params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
-    signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
-    options = operation.compile_options(config) if hasattr(operation, "compile_options") else {}
+    fn, params, types, constexprs, num_warps, num_stages, options = kernel_spec(config)
     # ConSan: the pass reads triton.knobs at compile time; debug keeps its device asserts (the JIT path sets both).
     # Triton's cache key does not include the instrumentation mode, so an instrumented cubin would be handed to
     # the next ordinary build of the same kernel (it was, here): instrumented compiles use a cache of their own.
@@ -163,8 +178,7 @@ def compile_instance(name, out_dir):
     if consan_mode(config):
         options = {**options, "debug": True}
         triton.knobs.cache.dir = str(Path(triton.knobs.cache.dir).parent / "cache-consan")
-    compiled = FAMILIES[config.family].compile(fn, signature, constexprs, attrs, num_warps, num_stages,
-                                               GPUTarget("cuda", TARGET_ARCH, 32), options)
+    compiled = compile_kernel(config, fn, params, types, constexprs, num_warps, num_stages, options)
     md = compiled.metadata
 
     if md.profile_scratch_size:

@@ -34,11 +34,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "kernels"))
 
 import manifest  # noqa: E402
-import params as kernel_params  # noqa: E402
-from aot_compile import PINNED_TRITON, TARGET_ARCH, sass_of, wgmma_serialized  # noqa: E402
-from families import FAMILIES  # noqa: E402
+from aot_compile import PINNED_TRITON, compile_kernel, kernel_spec, sass_of, wgmma_serialized  # noqa: E402
 from operations import fmha_fwd, module_of  # noqa: E402
 from sass_loops import instructions, loops  # noqa: E402
+
 
 def config_of(name):
     try:
@@ -81,25 +80,19 @@ def main():
     args = ap.parse_args()
 
     import triton
-    from triton.backends.compiler import GPUTarget
 
     if triton.__version__ != PINNED_TRITON:
         raise SystemExit(f"triton=={triton.__version__}; the build pins {PINNED_TRITON}")
     config = config_of(args.name)
-    operation = module_of(config)
-    module_name, function, _, _ = operation.kernel_of(config)
-    import importlib
-    import importlib.util
-
+    fn, params, types, constexprs, num_warps, num_stages, options = kernel_spec(config)
+    function = module_of(config).kernel_of(config)[1]
     if args.kernel:
+        import importlib.util
+
         spec = importlib.util.spec_from_file_location("variant_kernel", args.kernel)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         fn = getattr(module, function)
-    else:
-        fn = getattr(importlib.import_module(module_name), function)
-    params, types, constexprs, num_warps, num_stages = operation.compile_spec(config)
-    if args.kernel:
         constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
     shapes = {"HEAD_DIM", "BLOCK_N", "NUM_CONSUMERS"} | ({"BLOCK_M"} if not args.kernel else set())
     for item in args.overrides:
@@ -112,12 +105,9 @@ def main():
             ap.error(f"{key}: not a constexpr of {function} "
                      f"(its constexprs: {', '.join(sorted(k for k in constexprs if k in fn.arg_names))})")
         constexprs[key] = int(value)
-    signature, attrs = kernel_params.triton_signature(fn, params, types, constexprs)
-    options = operation.compile_options(config) if hasattr(operation, "compile_options") else {}
     if args.maxnreg:
         options = {**options, "maxnreg": args.maxnreg}
-    compiled = FAMILIES[config.family].compile(fn, signature, constexprs, attrs, num_warps, num_stages,
-                                               GPUTarget("cuda", TARGET_ARCH, 32), options)
+    compiled = compile_kernel(config, fn, params, types, constexprs, num_warps, num_stages, options)
     out = Path(args.out or tempfile.mkdtemp(prefix="variant_"))
     out.mkdir(parents=True, exist_ok=True)
     cubin = out / f"{args.name}.cubin"

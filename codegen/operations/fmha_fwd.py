@@ -204,12 +204,16 @@ KERNELS = {
 GLUON_SOLO = ("fmha_fwd.fmha_fwd_gluon_solo", "fmha_fwd_gluon_kernel", GLUON_PARAMS, "FmhaFwdGluonParams")
 
 
+def single_warpgroup(c: FmhaConfig):
+    """Whether the instance runs the single-warpgroup Gluon kernel: a Gluon name with 64-row blocks (one warpgroup's
+    rows; the warp-specialized kernel's blocks are two to four of them)."""
+    return c.family == "gluon" and c.block_m == GLUON_WG_M
+
+
 def kernel_of(c: FmhaConfig):
     if c.family not in KERNELS:
         raise ValueError(f"{name_of(c)}: no {c.family} kernel for {NAME}")
-    if c.family == "gluon" and c.block_m == GLUON_WG_M:
-        return GLUON_SOLO
-    return KERNELS[c.family]
+    return GLUON_SOLO if single_warpgroup(c) else KERNELS[c.family]
 
 
 # Registers a thread of the single-warpgroup kernel: four CTAs of 128 threads fill an SM's 65536.
@@ -220,7 +224,7 @@ def gluon_programs_per_sm(c: FmhaConfig):
     """Programs of a Gluon instance an SM holds, the persistent grid's multiple of the SM count (the C++ record's
     programs_per_sm): one for the warp-specialized kernel (its consumers' registers leave room for one CTA), four for
     the single-warpgroup kernel (128 registers a thread, SOLO_REGS; 45 KB of shared memory each)."""
-    return 4 if c.family == "gluon" and c.block_m == GLUON_WG_M else 1
+    return 4 if single_warpgroup(c) else 1
 
 
 def gluon_tensordesc(dtype, block, swizzle=128):
@@ -334,6 +338,30 @@ def gluon_raw_stages(c: FmhaConfig):
     return 2 if ring + 2 * raw + 1024 <= SM90_SHARED_BYTES else 1
 
 
+def _gluon_types(c: FmhaConfig, bf16, transpose_v):
+    """The Gluon kernels' pointer and descriptor types (both kernels take the same parameters)."""
+    io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
+    # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
+    row_swizzle = min(128, c.head_dim * (2 if bf16 else 1))  # bytes per row of head_dim elements
+    return {
+        # Q, O: [batch, seqlen_q, heads_q, head_dim]; K: [batch, seqlen_k, heads_kv, head_dim];
+        # V^T: [batch, heads_kv, head_dim, seqlen_k] (sequence contiguous).
+        # Other than 128-row blocks: Q as one 64-row box per warpgroup (a TMA box's extents are powers of two).
+        "q_desc": gluon_tensordesc(io, [1, c.block_m if c.block_m == 2 * GLUON_WG_M else GLUON_WG_M, 1, c.head_dim],
+                                   row_swizzle),
+        "k_desc": gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
+        # FP8: V^T [batch, heads_kv, head_dim, seqlen_k]; BF16 and FP8 vnat: V itself [batch, seqlen_k, heads_kv,
+        # head_dim].
+        "vt_desc": (gluon_tensordesc(TRITON_TYPES[c.v_type], [1, c.block_n, 1, c.head_dim], row_swizzle)
+                    if bf16 or transpose_v else
+                    gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n))),
+        # Each consumer warpgroup stores its own 64 rows.
+        "o_desc": gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
+        "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
+        "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32", "V": f"*{TRITON_TYPES[c.v_type]}",
+    }
+
+
 def _gluon_solo_compile_spec(c: FmhaConfig):
     """The single-warpgroup kernel (kernels/fmha_fwd/fmha_fwd_gluon_solo.py): INT8 Q.K^T with per-block descales at
     head_dim 64, the key-permuted V^T, 128-key tiles and a ring of 2, dense: where it was measured (H200 and H100,
@@ -346,16 +374,7 @@ def _gluon_solo_compile_spec(c: FmhaConfig):
             and not c.softcap and not c.v_natural):
         raise ValueError(f"{name_of(c)}: 64-row blocks (the single-warpgroup kernel) are i8 Q.K^T, bdesc, vkperm, "
                          "64x128x64, w4, s2, dense")
-    row_swizzle = min(128, c.head_dim)  # bytes of a row of head_dim 8-bit elements
-    io, v, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.v_type], TRITON_TYPES[c.out_type]
-    types = {
-        "q_desc": gluon_tensordesc(io, [1, GLUON_WG_M, 1, c.head_dim], row_swizzle),
-        "k_desc": gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
-        "vt_desc": gluon_tensordesc(v, [1, 1, c.head_dim, c.block_n], min(128, c.block_n)),
-        "o_desc": gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
-        "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
-        "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32", "V": f"*{v}",
-    }
+    types = _gluon_types(c, bf16=False, transpose_v=False)
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": True, "QK_INT8": True, "BLOCK_DESCALE": True,
                   "INT8_INF_SELECTS": True, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride}
@@ -363,7 +382,7 @@ def _gluon_solo_compile_spec(c: FmhaConfig):
 
 
 def _gluon_compile_spec(c: FmhaConfig):
-    if c.block_m == GLUON_WG_M:
+    if single_warpgroup(c):
         return _gluon_solo_compile_spec(c)
     _, _, params, _ = kernel_of(c)
     # head_dim 256: e4m3 128-key tiles (shared memory: Q 32 KB, two K and two V^T stages 128 KB, O 64 KB; 64 keys
@@ -426,27 +445,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                          "w4 (two to four consumer warpgroups of 64 rows + a producer "
                          "warp), 2 or 3 stages, "
                          "FP8 V^T (optionally vkperm; vnat: dense e4m3 at head_dim 64/128), no ws/evenn/softcap")
-    io, out = TRITON_TYPES[c.qk_type], TRITON_TYPES[c.out_type]
     e4m3_kperm = c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale  # dense e4m3, V^T given
-    # The swizzle spans the box's innermost row (64 bytes for e4m3 rows of 64 elements), at most 128 bytes.
-    row_swizzle = min(128, c.head_dim * (2 if bf16 else 1))  # bytes per row of head_dim elements
-    types = {
-        # Q, O: [batch, seqlen_q, heads_q, head_dim]; K: [batch, seqlen_k, heads_kv, head_dim];
-        # V^T: [batch, heads_kv, head_dim, seqlen_k] (sequence contiguous).
-        # Three consumers: Q as one 64-row box per warpgroup (a TMA box's extents are powers of two).
-        "q_desc": gluon_tensordesc(io, [1, c.block_m if c.block_m == 2 * GLUON_WG_M else GLUON_WG_M, 1, c.head_dim],
-                                   row_swizzle),
-        "k_desc": gluon_tensordesc(io, [1, c.block_n, 1, c.head_dim], row_swizzle),
-        # FP8: V^T [batch, heads_kv, head_dim, seqlen_k]; BF16 and FP8 vnat: V itself [batch, seqlen_k, heads_kv,
-        # head_dim].
-        "vt_desc": (gluon_tensordesc(TRITON_TYPES[c.v_type], [1, c.block_n, 1, c.head_dim], row_swizzle)
-                    if bf16 or transpose_v else
-                    gluon_tensordesc(TRITON_TYPES[c.v_type], [1, 1, c.head_dim, c.block_n], min(128, c.block_n))),
-        # Each consumer warpgroup stores its own 64 rows.
-        "o_desc": gluon_tensordesc(out, [1, GLUON_WG_M, 1, c.head_dim], min(128, 2 * c.head_dim)),
-        "LSE": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
-        "O": f"*{out}", "cu_seqlens_q": "*i32", "cu_seqlens_k": "*i32", "V": f"*{TRITON_TYPES[c.v_type]}",
-    }
+    types = _gluon_types(c, bf16, transpose_v)
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted or transpose_v, "SUM_ON_TC": c.row_sum_mma,
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
@@ -511,7 +511,7 @@ def compile_options(c: FmhaConfig):
     spills (check_sass refuses local-memory traffic); the INT8 per-block-descale ones would spill and keep theirs."""
     if c.family == "triton" and c.head_dim == 64 and c.warps == 8 and not c.block_descale:
         return {"maxnreg": TWO_CTAS_8_WARPS_REGS}
-    if gluon_programs_per_sm(c) > 1:
+    if single_warpgroup(c):
         return {"maxnreg": SOLO_REGS}
     return {}
 
@@ -522,7 +522,7 @@ def check_sass(c: FmhaConfig, mma_counts, sass="", ttgir=""):
     load under a branch) costs the registers of a whole tile and made the D=64 instance 55% slower on the H200;
     P.V's A operand (P) is the only register operand expected."""
     cap = compile_options(c).get("maxnreg")
-    if cap and gluon_programs_per_sm(c) > 1:
+    if cap and single_warpgroup(c):
         # The single-warpgroup kernel: nothing in its key-tile loop (a spill there costs every tile); a few local
         # accesses per query block outside it are allowed (2 at INT8 D=64).
         from sass_loops import innermost_mma_loops
