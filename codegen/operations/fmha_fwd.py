@@ -377,7 +377,10 @@ def _gluon_solo_compile_spec(c: FmhaConfig):
     types = _gluon_types(c, bf16=False, transpose_v=False)
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": True, "QK_INT8": True, "BLOCK_DESCALE": True,
-                  "INT8_INF_SELECTS": True, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride}
+                  "INT8_INF_SELECTS": True, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride,
+                  # Sweep switches, as _gluon_compile_spec's (RING_UNSIGNED: 13 instructions a tile fewer here);
+                  # not measured yet.
+                  "INT8_ROWMAX_LOCAL": False, "RING_UNSIGNED": False}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -470,7 +473,11 @@ def _gluon_compile_spec(c: FmhaConfig):
                   # WINDOW_ALIGN (a left window's tiles from a multiple of 128 below its first key): a sweep switch.
                   "WINDOW_ALIGN": 0,
                   "INT8_INF_SELECTS": gluon_int8_inf_selects(c.head_dim, c.block_m, c.block_n, c.causal,
-                                                             c.is_int8_qk, c.row_sum_mma)}
+                                                             c.is_int8_qk, c.row_sum_mma),
+                  # INT8_ROWMAX_LOCAL (the INT8 row maximum with one cross-lane reduction a row) and RING_UNSIGNED
+                  # (the key loop's ring stage and phase in unsigned arithmetic): sweep switches, the same output
+                  # bits, 12 and 3-4 instructions a tile fewer in the INT8 D=64 loop (ptxas); not measured yet.
+                  "INT8_ROWMAX_LOCAL": False, "RING_UNSIGNED": False}
     return params, types, constexprs, c.warps, c.stages
 
 

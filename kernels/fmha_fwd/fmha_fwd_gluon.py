@@ -179,6 +179,7 @@ def fmha_fwd_gluon_kernel(
     Q_BUFFERS: gl.constexpr = 1, TILE_INFO_HANDOFF: gl.constexpr = False, Q_IN_REGS: gl.constexpr = False,
     HALF_LAST: gl.constexpr = False, HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
     INT8_INF_SELECTS: gl.constexpr = True, CONSUMER_REGS: gl.constexpr = 0, WINDOW_ALIGN: gl.constexpr = 0,
+    INT8_ROWMAX_LOCAL: gl.constexpr = False, RING_UNSIGNED: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -203,6 +204,12 @@ def fmha_fwd_gluon_kernel(
     # alignment, which a shifted 256-key tile could pass.
     gl.static_assert(WINDOW_ALIGN == 0 or (not VARLEN and BLOCK_N % WINDOW_ALIGN == 0 and WINDOW_ALIGN % 64 == 0),
                      "WINDOW_ALIGN: dense, a multiple of 64 dividing BLOCK_N")
+    # INT8_ROWMAX_LOCAL (a sweep switch, off in the library's instances): the INT8 row maximum of a 128-key tile from
+    # each thread's scaled half maxima, one cross-lane reduction a row instead of one a half (gluon_softmax
+    # _row_max_local; the same bits). RING_UNSIGNED (also off): the consumers' ring stage and phase of a key tile in
+    # unsigned arithmetic (_consumer; the same schedule).
+    gl.static_assert(not INT8_ROWMAX_LOCAL or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128),
+                     "INT8_ROWMAX_LOCAL: INT8 Q.K^T with per-block descales, 128-key tiles")
     # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
     gl.static_assert(not VARLEN or HEAD_DIM <= 128, "varlen: up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -317,19 +324,19 @@ def fmha_fwd_gluon_kernel(
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_consumer, (o_smem3, shared, 3, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, 4, 4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, WORKER_REGS, WORKER_REGS, 24])
@@ -338,15 +345,15 @@ def fmha_fwd_gluon_kernel(
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, 4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, WORKER_REGS, 24])
@@ -355,11 +362,11 @@ def fmha_fwd_gluon_kernel(
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, 24])

@@ -45,17 +45,20 @@ from fmha_fwd.gluon_softmax import _softmax_any
 
 
 @gluon.jit
-def _load_k(k_desc, k_bufs, k_ready, i, bc, k_row, h_kv, start_n, NUM_STAGES: gl.constexpr):
+def _load_k(k_desc, k_bufs, k_ready, i, bc, k_row, h_kv, start_n, NUM_STAGES: gl.constexpr,
+            RING_UNSIGNED: gl.constexpr = False):
     """Ring slot i's K tile (keys start_n ...) into stage i % NUM_STAGES."""
-    s = i % NUM_STAGES
+    # RING_UNSIGNED: i >= 0 as unsigned, a mask where signed % rounds toward zero (fmha_fwd_gluon.py's switch).
+    s = ((i.to(gl.uint32) if RING_UNSIGNED else i) % NUM_STAGES).to(gl.int32)
     mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(k_desc, [bc, k_row + start_n, h_kv, 0], k_ready.index(s), k_bufs.index(s))
 
 
 @gluon.jit
-def _load_v(vt_desc, v_bufs, v_ready, i, bc, v_col, h_kv, start_n, NUM_STAGES: gl.constexpr):
+def _load_v(vt_desc, v_bufs, v_ready, i, bc, v_col, h_kv, start_n, NUM_STAGES: gl.constexpr,
+            RING_UNSIGNED: gl.constexpr = False):
     """Ring slot i's V^T tile (key columns start_n ...) into stage i % NUM_STAGES."""
-    s = i % NUM_STAGES
+    s = ((i.to(gl.uint32) if RING_UNSIGNED else i) % NUM_STAGES).to(gl.int32)
     mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(vt_desc, [bc, h_kv, 0, v_col + start_n], v_ready.index(s), v_bufs.index(s))
 
@@ -65,10 +68,12 @@ def _step(qk, acc, l_i, m_i, f_i, it, j, n_tiles, n_start, lo_masked_end, full_e
           sk, kd_base, k_descale_stride_blk, k_desc, vt_desc, k_bufs, v_bufs, k_ready, v_ready, bc, k_row, v_col, h_kv,
           o_layout: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
           NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
-          INT8_INF_SELECTS: gl.constexpr):
+          INT8_INF_SELECTS: gl.constexpr, INT8_ROWMAX_LOCAL: gl.constexpr = False,
+          RING_UNSIGNED: gl.constexpr = False):
     """Key tile j of the block (ring slot it + j) after its S (qk) is done: K's stage refilled with tile
     j + NUM_STAGES, the softmax, P.V waited for and folded, V's stage refilled. Returns (acc, l_i, m_i, f_i)."""
-    s = (it + j) % NUM_STAGES
+    slot = (it + j).to(gl.uint32) if RING_UNSIGNED else it + j  # RING_UNSIGNED: as _load_k's
+    s = (slot % NUM_STAGES).to(gl.int32)
     refill = j + NUM_STAGES < n_tiles
     start_refill = n_start + (j + NUM_STAGES) * BLOCK_N
     if refill:
@@ -76,17 +81,19 @@ def _step(qk, acc, l_i, m_i, f_i, it, j, n_tiles, n_start, lo_masked_end, full_e
         # itself, but only because no barrier lies between a wgmma's issue and its wait: it treats the wgmma's read
         # as done at issue. This one replaces it; the SASS keeps the same barriers.)
         gl.thread_barrier()
-        _load_k(k_desc, k_bufs, k_ready, it + j + NUM_STAGES, bc, k_row, h_kv, start_refill, NUM_STAGES)
+        _load_k(k_desc, k_bufs, k_ready, it + j + NUM_STAGES, bc, k_row, h_kv, start_refill, NUM_STAGES,
+                RING_UNSIGNED)
     p8, l_i, m_i, f_i, rescale = _softmax_any(qk, l_i, m_i, f_i, n_start + j * BLOCK_N, lo_masked_end, full_end,
                                               offs_m, qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk,
                                               CAUSAL, HEAD_DIM, BLOCK_N, KEY_PERMUTED, False, QK_INT8, BLOCK_DESCALE,
-                                              False, False, False, INT8_INF_SELECTS)
-    mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
+                                              False, False, False, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL)
+    mbarrier.wait(v_ready.index(s), ((slot // NUM_STAGES) & 1).to(gl.int32))
     acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, HEAD_DIM, False, o_layout)
     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
     if refill:
         gl.thread_barrier()  # every warp past its wait for P_j V_j before TMA overwrites stage s's V^T (as above)
-        _load_v(vt_desc, v_bufs, v_ready, it + j + NUM_STAGES, bc, v_col, h_kv, start_refill, NUM_STAGES)
+        _load_v(vt_desc, v_bufs, v_ready, it + j + NUM_STAGES, bc, v_col, h_kv, start_refill, NUM_STAGES,
+                RING_UNSIGNED)
     # Folded before the next S is issued (the caller): S_{j+1} (BLOCK_N / 2 registers a thread) beside O and the
     # fresh product (HEAD_DIM / 2 each) would not fit 128 registers at 128-key tiles.
     return _pv_fold(acc, pv, rescale, HEAD_DIM, False, HEAD_DIM), l_i, m_i, f_i
@@ -109,11 +116,15 @@ def fmha_fwd_gluon_kernel(
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, INT8_INF_SELECTS: gl.constexpr = True,
-    K_DESCALE_UNIT_STRIDE: gl.constexpr = False,
+    K_DESCALE_UNIT_STRIDE: gl.constexpr = False, INT8_ROWMAX_LOCAL: gl.constexpr = False,
+    RING_UNSIGNED: gl.constexpr = False,
 ):
     if K_DESCALE_UNIT_STRIDE:  # as the library's kernel: the k descales of consecutive key blocks adjacent
         gl.static_assert(QK_INT8 and BLOCK_DESCALE, "the unit k descale stride is an INT8 per-block option")
         k_descale_stride_blk = 1
+    # INT8_ROWMAX_LOCAL, RING_UNSIGNED: fmha_fwd_gluon.py's switches (off in the library's instances).
+    gl.static_assert(not INT8_ROWMAX_LOCAL or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128),
+                     "INT8_ROWMAX_LOCAL: INT8 Q.K^T with per-block descales, 128-key tiles")
     gl.static_assert(BLOCK_M == WG_M, "one warpgroup of 64 query rows a CTA (the sweep's NUM_CONSUMERS=1)")
     gl.static_assert(gl.num_warps() == 4, "one warpgroup")
     gl.static_assert(HEAD_DIM <= 128 and BLOCK_N <= 128, "head_dim and key tiles up to 128")
@@ -190,16 +201,17 @@ def fmha_fwd_gluon_kernel(
                                            offs_m, qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk,
                                            k_desc, vt_desc, k_bufs, v_bufs, k_ready, v_ready, bc, k_row, v_col,
                                            h_kv, o_layout, HEAD_DIM, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED,
-                                           QK_INT8, BLOCK_DESCALE, INT8_INF_SELECTS)
-                nxt = (it + j + 1) % NUM_STAGES
-                mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
+                                           QK_INT8, BLOCK_DESCALE, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL, RING_UNSIGNED)
+                slot = (it + j + 1).to(gl.uint32) if RING_UNSIGNED else it + j + 1
+                nxt = (slot % NUM_STAGES).to(gl.int32)
+                mbarrier.wait(k_ready.index(nxt), ((slot // NUM_STAGES) & 1).to(gl.int32))
                 qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, False)
             qk = _s_wait(qk, False)
             acc, l_i, m_i, f_i = _step(qk, acc, l_i, m_i, f_i, it, n_tiles - 1, n_tiles, n_start, lo_masked_end,
                                        full_end, offs_m, qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk,
                                        k_desc, vt_desc, k_bufs, v_bufs, k_ready, v_ready, bc, k_row, v_col, h_kv,
                                        o_layout, HEAD_DIM, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, QK_INT8,
-                                       BLOCK_DESCALE, INT8_INF_SELECTS)
+                                       BLOCK_DESCALE, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL, RING_UNSIGNED)
         it += n_tiles
         count += 1
 

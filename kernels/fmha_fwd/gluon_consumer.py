@@ -94,7 +94,8 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               TILE_INFO_HANDOFF: gl.constexpr, Q_IN_REGS: gl.constexpr = False, HALF_LAST: gl.constexpr = False,
               HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
               INT8_INF_SELECTS: gl.constexpr = True, WORKER_REGS: gl.constexpr = 240,
-              WINDOW_ALIGN: gl.constexpr = 0):
+              WINDOW_ALIGN: gl.constexpr = 0, INT8_ROWMAX_LOCAL: gl.constexpr = False,
+              RING_UNSIGNED: gl.constexpr = False):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -248,8 +249,11 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                 ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
                                     cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
             for j in range(j0, n_tiles - 1 - half):
-                s = (it + j) % NUM_STAGES
-                nxt = (it + j + 1) % NUM_STAGES
+                # RING_UNSIGNED: the ring slot as unsigned (it is never negative), so that its stage and phase are
+                # a mask and a shift where signed % and // round toward zero (3 uniform instructions more each).
+                slot = (it + j).to(gl.uint32) if RING_UNSIGNED else it + j
+                s = (slot % NUM_STAGES).to(gl.int32)
+                nxt = ((slot + 1) % NUM_STAGES).to(gl.int32)
                 qk = _s_wait(qk, SPLIT_S)
                 mbarrier.arrive(k_empty.index(s), count=1)
                 start_n = n_start + j * BLOCK_N
@@ -258,10 +262,11 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                           sk, kd_base, k_descale_stride_blk, CAUSAL,
                                                           PV_N, BLOCK_N,
                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
-                                                          V_NATURAL, SPLIT_S, LAZY_RESCALE, INT8_INF_SELECTS)
+                                                          V_NATURAL, SPLIT_S, LAZY_RESCALE, INT8_INF_SELECTS,
+                                                          INT8_ROWMAX_LOCAL)
                 if LAZY_RESCALE:
                     acc = _rescale_by_warp(acc, rescale)
-                mbarrier.wait(v_ready.index(s), ((it + j) // NUM_STAGES) & 1)
+                mbarrier.wait(v_ready.index(s), ((slot // NUM_STAGES) & 1).to(gl.int32))
                 acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, PV_N, V_NATURAL, o_layout,
                                     SPLIT_S, LAZY_RESCALE)
                 if PARTS:  # FP8 D=256: part 3 folded before the next S (fewer spills; _pv_parts)
@@ -271,7 +276,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                     ls = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([WG_M, SUM_N], gl.float32, sum_layout),
                                        use_acc=False, is_async=True)
                 if S_AHEAD:
-                    mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
+                    mbarrier.wait(k_ready.index(nxt), (((slot + 1) // NUM_STAGES) & 1).to(gl.int32))
                     qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
                     if SUM_ON_TC:
                         pv, ls = warpgroup_mma_wait(num_outstanding=1, deps=(pv, ls))
@@ -285,7 +290,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
                     mbarrier.arrive(v_empty.index(s), count=1)
                     acc = _pv_fold(acc, pv, rescale, HEAD_DIM, V_NATURAL, PV_N)
-                    mbarrier.wait(k_ready.index(nxt), ((it + j + 1) // NUM_STAGES) & 1)
+                    mbarrier.wait(k_ready.index(nxt), (((slot + 1) // NUM_STAGES) & 1).to(gl.int32))
                     qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, SPLIT_S)
             # The last whole KV tile: its softmax, then its P V alone. Q is not read again (but by a half tile):
             # hand it back.
@@ -302,7 +307,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                       k_descale_stride_blk, CAUSAL,
                                                       PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                                                       BLOCK_DESCALE, V_NATURAL, SPLIT_S, LAZY_RESCALE,
-                                                      INT8_INF_SELECTS)
+                                                      INT8_INF_SELECTS, INT8_ROWMAX_LOCAL)
             if LAZY_RESCALE:
                 acc = _rescale_by_warp(acc, rescale)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)

@@ -63,7 +63,7 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
                   kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                   KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
                   BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, LAZY_RESCALE: gl.constexpr = False,
-                  INT8_INF_SELECTS: gl.constexpr = True):
+                  INT8_INF_SELECTS: gl.constexpr = True, INT8_ROWMAX_LOCAL: gl.constexpr = False):
     """Online softmax of one KV tile's scores (see fmha_fwd_triton._attn_tile): returns P in e4m3, in the
     A-operand layout of the P.V wgmma, the new row sum, maximum and frame, and the factor that moves the
     accumulator from the old frame to the new one. PV_N: the N extent of the P.V products (HEAD_DIM, or a
@@ -77,7 +77,7 @@ def _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, q
     if QK_INT8 and BLOCK_DESCALE:
         return _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k,
                                   kd_base, k_descale_stride_blk, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC,
-                                  INT8_INF_SELECTS)
+                                  INT8_INF_SELECTS, INT8_ROWMAX_LOCAL)
     if QK_INT8:  # per-tensor descales (already in qk_scale)
         qk = int8_scores(qk, None, False)
     elif BLOCK_DESCALE:  # each key column's block descale (common/int8_scores.py)
@@ -179,9 +179,32 @@ def _block_max(xm, s, INF_SELECTS: gl.constexpr):
 
 
 @gluon.jit
+def _row_max_local(x, s0, s1, BLOCK_N: gl.constexpr, INF_SELECTS: gl.constexpr):
+    """_softmax_tile_int8's row maximum (INT8_ROWMAX_LOCAL), its halves scaled before the lanes meet: each thread's
+    largest x in each 64-key half (its own registers), scaled (_block_max), the larger of the two, then one
+    reduction across the four lanes of a row, where the default reduces each half across the lanes (four
+    shuffle-and-max steps a thread more) and max(x, -inf) of the halves' selects stays in the loop (maxnum
+    cannot drop it: x might be NaN). In the accumulator fragment a thread's keys of a row are
+    8 * i + 2 * (lane % 4) + e (i: 16 n8 blocks, e: 2; registers hold i and e): the reshape's
+    [half, i % 8, lane % 4, e] moves no data. The same bits: x - OFFSET is exact and the scale s >= FLT_MIN, so
+    (x - OFFSET) * s is non-decreasing in x (a rounded product of a positive scale) and the maximum of the scaled
+    values is the scaled maximum; -inf stays -inf, and max is exact in any order (no NaN, and no -0: x - OFFSET is
+    an integer, a non-zero one times s is at least FLT_MIN in magnitude). (ptxas: 12 instructions a tile fewer in
+    the unmasked loop at D=64, 4 SHFL and 8 FMNMX.)"""
+    gl.static_assert(BLOCK_N == 2 * DESCALE_BLOCK, "ROWMAX_LOCAL: a 128-key tile, two descale blocks")
+    row_layout: gl.constexpr = gl.SliceLayout(1, x.type.layout)
+    xr = gl.max(gl.max(gl.reshape(x, [WG_M, 2, BLOCK_N // 16, 4, 2]), 4), 2)  # [rows, half, lane % 4]
+    x0, x1 = gl.split(gl.permute(xr, (0, 2, 1)))
+    m = gl.maximum(_block_max(x0, s0, INF_SELECTS), _block_max(x1, s1, INF_SELECTS))
+    # Butterfly shuffles leave every lane of the row with the maximum: S's row layout, no data moves.
+    return gl.convert_layout(gl.max(m, 1), row_layout, assert_trivial=True)
+
+
+@gluon.jit
 def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_off, hi_off, seqlen_k, kd_base,
                        k_descale_stride_blk, PV_N: gl.constexpr, BLOCK_N: gl.constexpr, KEY_PERMUTED: gl.constexpr,
-                       SUM_ON_TC: gl.constexpr, INF_SELECTS: gl.constexpr = True):
+                       SUM_ON_TC: gl.constexpr, INF_SELECTS: gl.constexpr = True,
+                       ROWMAX_LOCAL: gl.constexpr = False):
     """_softmax_tile for INT8 Q.K^T with per-block k descales: the int32 scores as x = 1.5 * 2^23 + score (an
     integer add, exact: common/int8_scores.py), and each 64-key half of the tile (one k descale block) scaled
     inside the exponential's FFMA: exp2(x * s_h - (1.5 * 2^23 * s_h + frame)) with s_h = qk_scale * kd_h, so a
@@ -195,7 +218,8 @@ def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_
     normal float, so a masked score (-inf) times it stays -inf, not NaN. The same clamp makes a half with no
     visible key (x = -inf) come out -inf from (x - OFFSET) * s; INF_SELECTS (the codegen's policy,
     gluon_int8_inf_selects) also selects -inf there explicitly: the same bits either way (checked on the GPU),
-    and which of the two ptxas schedules faster differs per instance."""
+    and which of the two ptxas schedules faster differs per instance. ROWMAX_LOCAL: the row maximum from each
+    thread's scaled half maxima (_row_max_local), the same bits."""
     gl.static_assert(BLOCK_N <= 2 * DESCALE_BLOCK, "a key tile spans at most two descale blocks")
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 32])
@@ -207,11 +231,14 @@ def _softmax_tile_int8(qk, l_i, m_i, f_i, start_n, masked, offs_m, qk_scale, lo_
     s0 = gl.maximum(qk_scale * kd0, FLT_MIN)
     s1 = gl.maximum(qk_scale * kd1, FLT_MIN)
     first = (col < DESCALE_BLOCK)[None, :]
-    x0 = gl.max(gl.where(first, x, float("-inf")), 1)
-    x1 = gl.max(gl.where(first, float("-inf"), x), 1)
-    m0 = _block_max(x0, s0, INF_SELECTS)
-    m1 = _block_max(x1, s1, INF_SELECTS)
-    m_tile = gl.maximum(m0, m1)  # -inf for a row with no visible key in this tile
+    if ROWMAX_LOCAL:
+        m_tile = _row_max_local(x, s0, s1, BLOCK_N, INF_SELECTS)
+    else:
+        x0 = gl.max(gl.where(first, x, float("-inf")), 1)
+        x1 = gl.max(gl.where(first, float("-inf"), x), 1)
+        m0 = _block_max(x0, s0, INF_SELECTS)
+        m1 = _block_max(x1, s1, INF_SELECTS)
+        m_tile = gl.maximum(m0, m1)  # -inf for a row with no visible key in this tile
     m_new = gl.maximum(m_i, m_tile)
     ref = gl.maximum(m_tile, m_new - REF_FLOOR)  # finite: m_new >= NEG_BIG
     frame = ref - P_EXPONENT_BIAS
@@ -277,7 +304,8 @@ def _softmax_any(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk
                  kd_base, k_descale_stride_blk, CAUSAL: gl.constexpr, PV_N: gl.constexpr, BLOCK_N: gl.constexpr,
                  KEY_PERMUTED: gl.constexpr, SUM_ON_TC: gl.constexpr, QK_INT8: gl.constexpr,
                  BLOCK_DESCALE: gl.constexpr, V_NATURAL: gl.constexpr, SPLIT_S: gl.constexpr,
-                 LAZY_RESCALE: gl.constexpr = False, INT8_INF_SELECTS: gl.constexpr = True):
+                 LAZY_RESCALE: gl.constexpr = False, INT8_INF_SELECTS: gl.constexpr = True,
+                 INT8_ROWMAX_LOCAL: gl.constexpr = False):
     """_softmax_tile, or _softmax_tile_int8_split for S in two halves (SPLIT_S)."""
     if SPLIT_S:
         masked = (start_n < lo_masked_end) | (start_n >= full_end)
@@ -286,5 +314,5 @@ def _softmax_any(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk
     else:
         r = _softmax_tile(qk, l_i, m_i, f_i, start_n, lo_masked_end, full_end, offs_m, qk_scale, lo_off, hi_off,
                           seqlen_k, kd_base, k_descale_stride_blk, CAUSAL, PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC,
-                          QK_INT8, BLOCK_DESCALE, V_NATURAL, LAZY_RESCALE, INT8_INF_SELECTS)
+                          QK_INT8, BLOCK_DESCALE, V_NATURAL, LAZY_RESCALE, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL)
     return r
