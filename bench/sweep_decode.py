@@ -14,7 +14,8 @@ K_HEAD_MAJOR=1, with gluon=1, copies the K pages head-major for the kernel; only
 has its output checked). HEAD_PAIRS=1 (Gluon: two kv heads per work item) takes cases whose rows fit half of ROWS
 and that need no split (the others print an error row): batch * heads_kv / 2 items; with PAIR_SPLITS=1 as well, the
 pairs are split over the keys as one-head items would be (the split count from the pair items) and the combine
-merges each head's partials.
+merges each head's partials. BALANCED_SPLITS=1 (Gluon): splits of the plan's iterations that differ by one at
+most, where the library's splits all have the same number of pages but the last.
 Effective read: bytes of K and V the call must read / time (bench_decode.py's measure).
 """
 
@@ -104,6 +105,8 @@ def launcher(case, inp, v):
     per_iter = max(1, v["BLOCK_N"] // page)
     per_split = max(1, (pages + splits - 1) // splits)
     pages_per_split = (per_split + per_iter - 1) // per_iter * per_iter
+    if v.get("BALANCED_SPLITS"):  # the kernel's argument is then the plan's iterations of BLOCK_N keys
+        pages_per_split = (keys + v["BLOCK_N"] - 1) // v["BLOCK_N"]
     programs = batch * heads_kv * chunks * splits
     partial_rows = programs * v["ROWS"]  # the combine's layout: per kv head, pairs or not
     if v.get("HEAD_PAIRS"):

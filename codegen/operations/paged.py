@@ -7,7 +7,7 @@
 PAGE: tokens per page; BLOCK_N: keys per decode iteration (gathered across pages); ROWS: query rows per program
 (the query heads of a kv head times the new tokens, in chunks of ROWS). Kernels: kernels/paged/paged_decode_triton.py;
 _gluon: kernels/paged/paged_decode_gluon.py (TMA page loads from a producer warp; <stages> is its ring depth of
-BLOCK_N-key stages); _pairs: two kv heads per work item (the kernel's HEAD_PAIRS; ROWS / 2 rows each, one split).
+BLOCK_N-key stages); _pairs: two kv heads per work item (the kernel's HEAD_PAIRS; ROWS / 2 rows each).
 The layout: docs/PAGED_CACHE.md.
 """
 
@@ -174,8 +174,9 @@ def compile_spec(c: PagedConfig):
                       # UNIFORM_PAGE (a stage inside one page: scalar table entry and descales, masks only where
                       # a row's visible keys end in the stage): on; it takes effect where PAGE >= BLOCK_N.
                       "UNIFORM_PAGE": True,
-                      # PAIR_SPLITS (head pairs split over the keys, partials per kv head): a sweep switch.
-                      "PAIR_SPLITS": False}
+                      "PAIR_SPLITS": pair_splits(c),
+                      # BALANCED_SPLITS (splits of the plan's iterations differing by one at most): a sweep switch.
+                      "BALANCED_SPLITS": False}
         return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; Triton's pipeliner has no part
     elif c.stage == "decode":
         if c.head_pairs:
@@ -205,6 +206,17 @@ def check_sass(c, mma_counts, sass="", ttgir=""):
         raise RuntimeError(f"{name_of(c)}: expected QGMMA and no HMMA in SASS ({mma_counts})")
 
 
+# Head-pair items split over the keys (the Gluon decode's PAIR_SPLITS: each head's rows into its kv head's partials,
+# as a one-head item's). The C++ record carries it, and the host plans splits of pair items only for an instance
+# whose record says so (src/paged/paged.cpp find_head_pairs); without it a head-pair instance runs one split.
+# Off until measured on a GPU: docs/perf/NOTES.md (2026-12-05, eighteenth session) has the sweep call.
+LIBRARY_PAIR_SPLITS = False
+
+
+def pair_splits(c: PagedConfig) -> bool:
+    return c.head_pairs and LIBRARY_PAIR_SPLITS
+
+
 def requires(c: PagedConfig):
     """A decode instance needs the combine of its head dim and rows (split-KV)."""
     if c.stage != "decode":
@@ -219,4 +231,5 @@ _CPP_STAGE = {"append": "kAppend", "decode": "kDecode", "combine": "kCombine"}
 def cpp_config(c: PagedConfig):
     return ("paged::detail::PagedKernelConfig",
             f"{{paged::detail::PagedStage::{_CPP_STAGE[c.stage]}, {c.page}, {c.head_dim}, {c.rows}, {c.warps}, "
-            f"{c.stages}, {c.block_n}, {'true' if c.head_pairs else 'false'}, {compile_options(c).get('maxnreg', 0)}}}")
+            f"{c.stages}, {c.block_n}, {'true' if c.head_pairs else 'false'}, "
+            f"{'true' if pair_splits(c) else 'false'}, {compile_options(c).get('maxnreg', 0)}}}")

@@ -30,7 +30,10 @@ head's, the rest the second's; each stage holds both heads' K and V^T slices (th
 each head's K and each column keeps its head's product, and O^T likewise: one online softmax over [BLOCK_N, ROWS]
 per stage for twice the bytes, and half as many item boundaries (bench_decode's (64, 8k), (128, 4k)'s bytes in half
 the items, read ~2% faster).
-The host (or the sweep) launches batch * heads_kv / 2 items with one split and one row chunk.
+The host (or the sweep) launches batch * heads_kv / 2 items with one row chunk and one split; with PAIR_SPLITS
+(off in the library until measured: codegen/operations/paged.py LIBRARY_PAIR_SPLITS, carried by the C++ record so
+that the host plans splits only for an instance compiled with it) batch * heads_kv / 2 * splits items, each head's
+rows written into its own kv head's partials.
 
 UNIFORM_PAGE (on in the library's instances; it applies where PAGE >= BLOCK_N): a stage's keys lie in one page,
 so its block table entry and k / v descales are scalars, the k descale joins each row's scale (one FFMA a score into
@@ -126,15 +129,29 @@ def _row_map(rows, chunk, hk, group, q_len, ROWS: gl.constexpr, HEAD_PAIRS: gl.c
 
 
 @gluon.jit
-def _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE: gl.constexpr, BLOCK_N: gl.constexpr):
-    """The split's keys [key_lo, key_hi) and win_lo (the first key block a window lets some row see)."""
+def _split_keys(seqlen, q_len, window_left, split, pages_per_split, num_splits, PAGE: gl.constexpr,
+                BLOCK_N: gl.constexpr, BALANCED_SPLITS: gl.constexpr = False):
+    """The split's keys [key_lo, key_hi), win_lo (the first key block a window lets some row see) and the keys all
+    splits cover from win_lo (a longer sequence is the host's error: its rows come out NaN). BALANCED_SPLITS (a
+    sweep switch): pages_per_split carries the plan's iterations of BLOCK_N keys over all splits together, T, and
+    split s takes iterations [s * T // S, (s + 1) * T // S), so the splits differ by one iteration at most (a split
+    count that is not a divisor of the pages leaves the last split short otherwise: at (8, 128k) with 33 splits of
+    63 pages the last one has 32, and with a persistent grid the programs that draw those do half the work)."""
     if window_left >= 0:
         win_lo = (gl.maximum(seqlen.to(gl.int64) - q_len - window_left, 0) // BLOCK_N * BLOCK_N).to(gl.int32)
     else:
         win_lo = seqlen * 0
-    key_lo = win_lo + split * pages_per_split * PAGE
-    key_hi = gl.minimum(key_lo + pages_per_split * PAGE, seqlen)
-    return win_lo, key_lo, key_hi
+    if BALANCED_SPLITS:
+        it_lo = (split.to(gl.int64) * pages_per_split // num_splits).to(gl.int32)
+        it_hi = ((split + 1).to(gl.int64) * pages_per_split // num_splits).to(gl.int32)
+        key_lo = win_lo + it_lo * BLOCK_N
+        key_hi = gl.minimum(win_lo + it_hi * BLOCK_N, seqlen)
+        span = pages_per_split.to(gl.int64) * BLOCK_N
+    else:
+        key_lo = win_lo + split * pages_per_split * PAGE
+        key_hi = gl.minimum(key_lo + pages_per_split * PAGE, seqlen)
+        span = num_splits.to(gl.int64) * pages_per_split * PAGE
+    return win_lo, key_lo, key_hi, span
 
 
 @gluon.jit
@@ -166,7 +183,8 @@ def _block_pages(table_row, start, key_hi, num_pages, PAGE: gl.constexpr, NP: gl
 def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv, num_pages,
               max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
-              HEAD_PAIRS: gl.constexpr, K_HEAD_MAJOR: gl.constexpr, PAIR_SPLITS: gl.constexpr = False):
+              HEAD_PAIRS: gl.constexpr, K_HEAD_MAJOR: gl.constexpr, PAIR_SPLITS: gl.constexpr = False,
+              BALANCED_SPLITS: gl.constexpr = False):
     """TMA loads of every block of this program's work items into the ring (with HEAD_PAIRS both heads' slices of
     the block's pages into the stage's two buffers, s * 2 and s * 2 + 1). (Loading the block table's entries a
     block ahead, and the next item's length an item ahead, measured no faster on the H200: docs/perf/NOTES.md.)"""
@@ -178,7 +196,8 @@ def _producer(k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens
     for w in range(gl.program_id(0), num_items, gl.num_programs(0)):
         b, hk, chunk, split = _program(w, num_splits, row_chunks, heads_kv, HEAD_PAIRS, PAIR_SPLITS)
         seqlen, bad = _seqlen(Seqlens, b, max_pages, PAGE)
-        win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
+        win_lo, key_lo, key_hi, _ = _split_keys(seqlen, q_len, window_left, split, pages_per_split, num_splits, PAGE,
+                                                BLOCK_N, BALANCED_SPLITS)
         table_row = BlockTable + b.to(gl.int64) * max_pages
         n_blocks = gl.cdiv(gl.maximum(key_hi - key_lo, 0), BLOCK_N)
         for i in range(n_blocks):
@@ -479,7 +498,7 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
               descale_stride_page, descale_stride_head, window_left, num_items,
               HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
               NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr, HEAD_PAIRS: gl.constexpr,
-              UNIFORM_PAGE: gl.constexpr, PAIR_SPLITS: gl.constexpr = False):
+              UNIFORM_PAGE: gl.constexpr, PAIR_SPLITS: gl.constexpr = False, BALANCED_SPLITS: gl.constexpr = False):
     it = 0  # ring iterations consumed so far, across work items (the producer's count)
     if PREFETCH_ITEM:
         q_next, seqlen_next = _item_q(Q, Seqlens, gl.program_id(0), num_items, q_len, heads_q, heads_kv, num_splits,
@@ -501,7 +520,8 @@ def _consumer(k_bufs, v_bufs, q_hi_smem, q_lo_smem, p_hi_smem, p_lo_smem, ready,
                            softmax_scale, q_len, heads_q, heads_kv, num_pages, max_pages, pages_per_split,
                            num_splits, row_chunks, stride_ob, stride_os, stride_oh,
                            descale_stride_page, descale_stride_head, window_left,
-                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, HEAD_PAIRS, UNIFORM_PAGE, PAIR_SPLITS)
+                           HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, HEAD_PAIRS, UNIFORM_PAGE, PAIR_SPLITS,
+                           BALANCED_SPLITS)
 
 
 @gluon.jit
@@ -512,7 +532,7 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
                   descale_stride_page, descale_stride_head, window_left,
                   HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
                   NUM_STAGES: gl.constexpr, HEAD_PAIRS: gl.constexpr, UNIFORM_PAGE: gl.constexpr,
-                  PAIR_SPLITS: gl.constexpr = False):
+                  PAIR_SPLITS: gl.constexpr = False, BALANCED_SPLITS: gl.constexpr = False):
     """One work item (the Triton kernel's program w), its blocks at ring iterations it, it + 1, ...; returns the
     ring iteration after its last block. q_rows, seqlen_raw: its Q rows and sequence length as loaded (_item_q).
     Every MMA of the previous item has been waited for, so Q's and P's shared memory are free to overwrite."""
@@ -552,8 +572,9 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     # The page path's test for a stage that needs no mask: every real row sees keys [low_max, limit_min).
     limit_min = gl.min(gl.where(row_ok, limit, 2147483647), 0)
     low_max = gl.max(gl.where(row_ok, low, -1), 0)
-    win_lo, key_lo, key_hi = _split_keys(seqlen, q_len, window_left, split, pages_per_split, PAGE, BLOCK_N)
-    bad = bad | ((seqlen - win_lo).to(gl.int64) > num_splits.to(gl.int64) * pages_per_split * PAGE)
+    win_lo, key_lo, key_hi, span = _split_keys(seqlen, q_len, window_left, split, pages_per_split, num_splits, PAGE,
+                                               BLOCK_N, BALANCED_SPLITS)
+    bad = bad | ((seqlen - win_lo).to(gl.int64) > span)
     table_row = BlockTable + b.to(gl.int64) * max_pages
 
     m_i = gl.full([ROWS], NEG_BIG, gl.float32, row_l)
@@ -599,9 +620,9 @@ def _consume_item(w, it, q_rows, seqlen_raw, k_bufs, v_bufs, q_hi_smem, q_lo_sme
     l_row = gl.sum(l_i, 0)
     l_row = gl.where(bad, float("nan"), l_row)
     offs_d = gl.arange(0, HEAD_DIM, layout=key_l)
-    # Head pairs write O with one split, the host's contract; PAIR_SPLITS (a sweep switch) writes each head's rows
-    # (half the item's: rows past q_len * group are the combine's padding rows, which it never reads) into that kv
-    # head's partials, as a one-head item of that head, split and chunk 0 would.
+    # Head pairs write O with one split, the host's contract; PAIR_SPLITS (the record's pair_splits) writes each
+    # head's rows (half the item's: rows past q_len * group are the combine's padding rows, which it never reads)
+    # into that kv head's partials, as a one-head item of that head, split and chunk 0 would.
     if (HEAD_PAIRS and not PAIR_SPLITS) or num_splits == 1:
         out = acc / gl.where(l_row == 0.0, 1.0, l_row)[None, :]
         o_ptr = (O + b.to(gl.int64) * stride_ob + tok[None, :].to(gl.int64) * stride_os +
@@ -631,6 +652,7 @@ def paged_decode_gluon_kernel(
     HEAD_DIM: gl.constexpr, PAGE: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr,
     NUM_STAGES: gl.constexpr, PREFETCH_ITEM: gl.constexpr = False, HEAD_PAIRS: gl.constexpr = False,
     K_HEAD_MAJOR: gl.constexpr = False, UNIFORM_PAGE: gl.constexpr = True, PAIR_SPLITS: gl.constexpr = False,
+    BALANCED_SPLITS: gl.constexpr = False,
 ):
     """paged_decode_triton.paged_decode_kernel's arguments and outputs, with the cache read through k_desc / vt_desc
     and its programs walked as num_items work items (module docstring). No soft-capping: `softcap` is in the list
@@ -667,8 +689,9 @@ def paged_decode_gluon_kernel(
                      row_chunks, stride_qb, stride_qs, stride_qh, stride_ob, stride_os, stride_oh,
                      descale_stride_page, descale_stride_head, window_left, num_items,
                      HEAD_DIM, PAGE, ROWS, BLOCK_N, NUM_STAGES, PREFETCH_ITEM, HEAD_PAIRS, UNIFORM_PAGE,
-                     PAIR_SPLITS)),
+                     PAIR_SPLITS, BALANCED_SPLITS)),
         (_producer, (k_desc, vt_desc, k_bufs, v_bufs, ready, empty, BlockTable, Seqlens, q_len, heads_kv,
                      num_pages, max_pages, pages_per_split, num_splits, row_chunks, window_left, num_items,
-                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES, HEAD_PAIRS, K_HEAD_MAJOR, PAIR_SPLITS)),
+                     HEAD_DIM, PAGE, BLOCK_N, NUM_STAGES, HEAD_PAIRS, K_HEAD_MAJOR, PAIR_SPLITS,
+                     BALANCED_SPLITS)),
     ], [1], [24])

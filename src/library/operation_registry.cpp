@@ -150,7 +150,10 @@ class PagedOperation : public Operation {
         break;
       case paged::detail::PagedStage::kDecode:
         summary = "paged decode over e4m3 pages of " + std::to_string(c.page) + " tokens, " + tile + ", " +
-                  std::to_string(c.rows) + " query rows per CTA";
+                  std::to_string(c.rows) + " query rows per CTA" +
+                  (c.head_pairs ? std::string(", two kv heads per work item") +
+                                      (c.pair_splits ? ", split over the keys" : ", one split")
+                                : std::string());
         break;
       case paged::detail::PagedStage::kCombine:
         summary = "paged decode stage: split-KV combine, " + tile;

@@ -48,10 +48,13 @@ constexpr int64_t kSplitBelowPrograms = 132;
 constexpr int64_t kTargetPrograms = 264;
 /// A split reads at least this many pages (fewer makes the combine cost more than the split saves).
 constexpr int64_t kMinPagesPerSplit = 4;
-/// The head-pair decode (two kv heads per work item, one split) is the pick from this many pair items: about two
-/// per SM, where its 2-stage ring keeps as many bytes in flight per SM as the one-head instance's two CTAs of 4
-/// stages. H200 (2026-12-04, sweep_decode.py, TB/s, pairs / one head): 256 items (64, 8k) 4.36 / 4.25, 512 (128, 4k)
-/// 4.34 / 4.19, 1024 (256, 2k) 4.08 / 3.95; 128 items (32, 32k) 3.21 / 4.38.
+/// The head-pair decode (two kv heads per work item) is the pick from this many pair items, splits counted (pairs x
+/// splits): about two per SM, where its 2-stage ring keeps as many bytes in flight per SM as the one-head instance's
+/// two CTAs of 4 stages. H200 (2026-12-04, sweep_decode.py, TB/s, pairs / one head): 256 items (64, 8k) 4.36 / 4.25,
+/// 512 (128, 4k) 4.34 / 4.19, 1024 (256, 2k) 4.08 / 3.95; 128 items of one split (32, 32k) 3.21 / 4.38. An instance
+/// whose record has pair_splits splits fewer pairs than kSplitBelowPrograms over the keys like one-head items (each
+/// head's rows into its own partials): (32, 32k) would run 128 pairs x 2 splits, (8, 128k) 32 pairs x 8; the others
+/// run one split, so only from kPairMinItems pairs.
 constexpr int64_t kPairMinItems = 256;
 /// New tokens per sequence: 1-8 is decode (speculative tokens); more is chunked prefill (a chunk of new queries
 /// over the cache, its own keys appended first), correct at any size here but each program of 64 query rows
@@ -172,19 +175,24 @@ struct DecodeInstances {
   KernelInstance const* combine = nullptr;
 };
 
+int automatic_splits(PagedDecodeArguments const& a, KernelInstance const* decode);
+
 /// The head-pair decode instance for this call when the heuristic should take it, else null: kv heads in pairs
-/// (even heads_kv), each head's rows in half of the instance's, one split (automatic or given) and at least
-/// kPairMinItems pairs (fewer leave SMs with one CTA's ring in flight), the Gluon decode allowed.
+/// (even heads_kv), each head's rows in half of the instance's, at least kPairMinItems work items (pairs x the split
+/// count, the caller's or automatic; fewer leave SMs with one CTA's ring in flight; more than one split only where
+/// the instance splits pairs), the Gluon decode allowed.
 KernelInstance const* find_head_pairs(PagedDecodeArguments const& a) {
-  if (!a.kernel_name.empty() || !gluon_fits(a) || a.num_splits > 1 || a.cache.heads_kv % 2 != 0 ||
-      int64_t{a.batch} * a.cache.heads_kv / 2 < kPairMinItems || 2 * rows_of(a) > INT32_MAX) {
+  if (!a.kernel_name.empty() || !gluon_fits(a) || a.cache.heads_kv % 2 != 0 || 2 * rows_of(a) > INT32_MAX) {
     return nullptr;
   }
   // An instance takes a pair's rows, twice one head's, only if they fit it (find falls back to fewer rows).
   int const pair_rows = static_cast<int>(2 * rows_of(a));
   KernelInstance const* k = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim, pair_rows, {},
                                  /*with_gluon=*/true, /*head_pairs=*/true);
-  return k && config(*k).rows >= pair_rows ? k : nullptr;
+  if (!k || config(*k).rows < pair_rows) return nullptr;
+  int64_t const splits = a.num_splits > 0 ? a.num_splits : automatic_splits(a, k);
+  if (splits > 1 && !config(*k).pair_splits) return nullptr;
+  return int64_t{a.batch} * (a.cache.heads_kv / 2) * splits >= kPairMinItems ? k : nullptr;
 }
 
 /// The decode instance this call runs before any check of it (select): the one named, or the heuristic's pick.
@@ -218,7 +226,7 @@ Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
   }
   if (c.head_pairs) {
     // Two kv heads per work item (kernels/paged/paged_decode_gluon.py HEAD_PAIRS): each head's rows in half of the
-    // instance's, one split (no partials), heads in pairs.
+    // instance's, heads in pairs; split (pair_splits), each head's rows go to its own partials.
     if (a.cache.heads_kv % 2 != 0) {
       return Status(StatusCode::kErrorNotSupported, "kernel_name=" + a.kernel_name + " decodes kv heads in pairs: " +
                                                         "cache.heads_kv=" + num(a.cache.heads_kv) + " is odd");
@@ -229,8 +237,8 @@ Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
                         "q_len=" + num(a.q_len) + " x heads_q / cache.heads_kv=" + num(a.heads_q / a.cache.heads_kv) +
                         " = " + num(rows_of(a)) + ")");
     }
-    // Automatic splits plan one for it (automatic_splits); only a caller's count can ask more.
-    if (a.num_splits > 1) {
+    // Without pair_splits automatic splits plan one for it (automatic_splits); only a caller's count can ask more.
+    if (a.num_splits > 1 && !c.pair_splits) {
       return Status(StatusCode::kErrorNotSupported,
                     "kernel_name=" + a.kernel_name + " runs one split (num_splits=" + num(a.num_splits) +
                         "); pass num_splits=0 or 1, or another instance");
@@ -244,7 +252,7 @@ Status select(PagedDecodeArguments const& a, DecodeInstances* out) {
 int64_t row_chunks(PagedDecodeArguments const& a, int rows) { return (rows_of(a) + rows - 1) / rows; }
 
 /// The decode's work items (the Triton kernel's programs): (sequence, kv head, chunk of rows, split), or with a
-/// head-pair instance (sequence, pair of kv heads), one chunk and one split (select checks).
+/// head-pair instance (sequence, pair of kv heads, split), one chunk (select checks).
 int64_t work_items(PagedDecodeArguments const& a, KernelInstance const& decode, int64_t splits) {
   PagedKernelConfig const& c = config(decode);
   int64_t const items = int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, c.rows) * splits;
@@ -310,11 +318,15 @@ int automatic_splits(PagedDecodeArguments const& a, KernelInstance const* decode
   int64_t const pages =
       (planned_keys(a, kMaxBlockN) + std::max(1, a.cache.page_size) - 1) / std::max(1, a.cache.page_size);
   bool const is_decode = decode && config(*decode).stage == PagedStage::kDecode;
-  // A head-pair instance runs one split only (select refuses more): the automatic count is what it can run.
-  if (is_decode && config(*decode).head_pairs) return 1;
   int const rows = is_decode ? config(*decode).rows : 16;
-  int64_t const programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
-                                                    std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows));
+  int64_t programs = std::max<int64_t>(1, int64_t{a.batch} * std::max(1, a.cache.heads_kv) *
+                                              std::max<int64_t>(1, (rows_of(a) + rows - 1) / rows));
+  if (is_decode && config(*decode).head_pairs) {
+    // One split only without pair_splits (select refuses more); with it, the programs are pairs of kv heads (each
+    // one chunk: select checks the rows fit).
+    if (!config(*decode).pair_splits) return 1;
+    programs = std::max<int64_t>(1, programs / 2);
+  }
   if (programs >= kSplitBelowPrograms) return 1;
   int64_t const wanted = kTargetPrograms / programs;
   return static_cast<int>(std::clamp<int64_t>(std::min(wanted, pages / kMinPagesPerSplit), 1, 256));
@@ -373,8 +385,11 @@ DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance c
   w.splits = splits;
   w.programs = programs;
   if (splits > 1) {
-    w.ml_offset = align(static_cast<size_t>(programs) * rows * a.cache.head_dim * sizeof(float));
-    w.ml_bytes = static_cast<size_t>(programs) * rows * 2 * sizeof(float);
+    // The partials are laid out per kv head whatever the instance (the combine's layout): a head-pair item writes
+    // two heads' slots.
+    size_t const slots = static_cast<size_t>(programs) * (config(decode).head_pairs ? 2 : 1);
+    w.ml_offset = align(slots * rows * a.cache.head_dim * sizeof(float));
+    w.ml_bytes = slots * rows * 2 * sizeof(float);
     w.total = align(w.ml_offset + w.ml_bytes);
   }
   if (decode.global_scratch_bytes > 0) {

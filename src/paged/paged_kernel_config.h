@@ -13,7 +13,8 @@ struct PagedKernelConfig {
   int warps;
   int stages;
   int block_n;   ///< keys per decode iteration (0 for append and combine)
-  bool head_pairs;  ///< Gluon decode: two kv heads per work item (ROWS / 2 rows each; one split, one row chunk)
+  bool head_pairs;  ///< Gluon decode: two kv heads per work item (ROWS / 2 rows each, one row chunk)
+  bool pair_splits;  ///< head_pairs: its items split over the keys like one-head ones (else one split only)
   int max_registers;  ///< ptxas's cap on registers per thread (the Gluon decode's; 0: none set)
 };
 

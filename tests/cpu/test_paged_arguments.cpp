@@ -76,7 +76,9 @@ int main() {
     return fp8attn_test::finish("test_paged_arguments");
   }
   {
+    // The split rule of one-head instances (the head-pair instance's items are pairs: its checks below).
     auto a = decode();
+    a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r16_n128_w4_s5";
     CHECK(PagedDecode::can_implement(a).ok(), PagedDecode::can_implement(a).to_string());
     CHECK(PagedDecode::splits_of(a) == 1, "32 sequences x 8 kv heads fill the GPU: one split, got " +
                                               std::to_string(PagedDecode::splits_of(a)));
@@ -135,8 +137,8 @@ int main() {
                               compiled_op("fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s4_gluon");
   if (!pairs_compiled) std::printf("the head-pair checks are not applicable in this build\n");
   if (pairs_compiled) {
-    // The heuristic's head-pair pick (src/paged/paged.cpp find_head_pairs): from 256 pairs of kv heads, one token of
-    // GQA 4:1, one split; every condition broken once leaves the one-head instance.
+    // The heuristic's head-pair pick (src/paged/paged.cpp find_head_pairs): from 256 work items of pairs of kv heads
+    // (pairs x splits), GQA 4:1 of one token; every condition broken once leaves the one-head instance.
     auto is_pairs = [](PagedDecodeArguments const& a) {
       char const* name = PagedDecode::instance_of(a);
       return name != nullptr && std::string(name).find("_pairs") != std::string::npos;
@@ -150,10 +152,26 @@ int main() {
     CHECK(is_pairs(a), "batch 128: the head-pair instance");
     a.num_splits = 1;
     CHECK(is_pairs(a), "num_splits=1 given: still pairs");
+    // Whether this build's head-pair instance splits pairs over the keys (codegen/operations/paged.py
+    // LIBRARY_PAIR_SPLITS, in the record and so in the summary): the plan differs, each side checked.
+    std::string const pairs_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s2_pairs_gluon";
+    bool const pair_splits =
+        fp8attn::library::find_operation(pairs_name)->description().summary.find("split over the keys") !=
+        std::string::npos;
+    std::printf("head-pair instance: %s\n", pair_splits ? "splits pairs over the keys" : "one split");
     a.num_splits = 2;
-    CHECK(!is_pairs(a), "num_splits=2: not pairs");
-    CHECK(PagedDecode::can_implement(a).ok(), "num_splits=2: " + PagedDecode::can_implement(a).to_string());
-    a = decode(63);  // 252 pairs
+    if (pair_splits) {
+      CHECK(is_pairs(a), "num_splits=2 given: pairs, split");
+      CHECK(PagedDecode::can_implement(a).ok(), "num_splits=2: " + PagedDecode::can_implement(a).to_string());
+      // Split pairs write partials per kv head (the combine's layout): batch x heads_kv x splits slots of 8 rows.
+      size_t const slots = size_t{128} * 8 * 2 * 8;
+      CHECK(PagedDecode::get_workspace_size(a) >= slots * (128 + 2) * sizeof(float),
+            "pairs, 2 splits: partials for every kv head, got " + std::to_string(PagedDecode::get_workspace_size(a)));
+    } else {
+      CHECK(!is_pairs(a), "num_splits=2: not pairs");
+      CHECK(PagedDecode::can_implement(a).ok(), "num_splits=2: " + PagedDecode::can_implement(a).to_string());
+    }
+    a = decode(63);  // 252 pairs, one split (at least kSplitBelowPrograms items)
     CHECK(!is_pairs(a), "batch 63 (252 pairs, below kPairMinItems): not pairs");
     a = decode(128);
     a.softcap = 30.0f;
@@ -168,16 +186,40 @@ int main() {
     a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s4_gluon";
     char const* named = PagedDecode::instance_of(a);
     CHECK(named != nullptr && std::string(named) == a.kernel_name, "kernel_name given wins");
-    a = decode(32);  // 128 pairs: one CTA per SM, slower than the one-head instance (3.21 / 4.38 TB/s)
-    CHECK(!is_pairs(a), "batch 32: not pairs");
-    // Named with automatic splits at a batch that one-head instances would split: the pair instance's one split.
+    a = decode(32);
+    a.num_splits = 1;
+    CHECK(!is_pairs(a), "batch 32, num_splits=1 given (128 items): not pairs");
+    if (pair_splits) {
+      // Fewer pairs than kSplitBelowPrograms: split over the keys like one-head items, pairs x splits items.
+      a = decode(32);  // 128 pairs x 2 splits (32k keys)
+      CHECK(is_pairs(a), std::string("batch 32: pairs, split, got ") + PagedDecode::instance_of(a));
+      CHECK(PagedDecode::splits_of(a) == 2, "batch 32: 2 splits, got " + std::to_string(PagedDecode::splits_of(a)));
+      a = decode(8);  // 32 pairs x 8 splits
+      a.max_seqlen = 131072;
+      a.cache.max_pages = 131072 / 64;
+      CHECK(is_pairs(a), "batch 8, 128k: pairs, split");
+      CHECK(PagedDecode::splits_of(a) == 8, "batch 8, 128k: 8 splits, got " + std::to_string(PagedDecode::splits_of(a)));
+      a.max_seqlen = 512;  // 8 pages: two splits of 4 at most, 64 items
+      CHECK(!is_pairs(a), "batch 8, 512 keys (64 pair items): not pairs");
+    } else {
+      a = decode(32);  // 128 pairs: one CTA per SM, slower than the one-head instance (3.21 / 4.38 TB/s)
+      CHECK(!is_pairs(a), "batch 32: not pairs");
+    }
+    // Named with automatic splits at a small batch: split like the others, or the pair instance's one split.
     a = decode(4);
-    a.kernel_name = "fp8attn_sm90_paged_decode_e4m3_bf16_p64x128_r8_n64_w4_s2_pairs_gluon";
-    CHECK(PagedDecode::splits_of(a) == 1, "pairs named, automatic: one split, got " +
-                                              std::to_string(PagedDecode::splits_of(a)));
+    a.kernel_name = pairs_name;
     CHECK(PagedDecode::can_implement(a).ok(), "pairs named, automatic splits: " + PagedDecode::can_implement(a).to_string());
-    a.num_splits = 2;
-    expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "runs one split", "pairs named, 2 splits");
+    if (pair_splits) {
+      CHECK(PagedDecode::splits_of(a) > 1, "pairs named, automatic: split, got " +
+                                               std::to_string(PagedDecode::splits_of(a)));
+      a.num_splits = 3;
+      CHECK(PagedDecode::can_implement(a).ok(), "pairs named, 3 splits: " + PagedDecode::can_implement(a).to_string());
+    } else {
+      CHECK(PagedDecode::splits_of(a) == 1, "pairs named, automatic: one split, got " +
+                                                std::to_string(PagedDecode::splits_of(a)));
+      a.num_splits = 2;
+      expect_error<PagedDecode>(a, StatusCode::kErrorNotSupported, "runs one split", "pairs named, 2 splits");
+    }
   }
   {
     auto a = decode(4, 8);  // 8 speculative tokens x group 4 = 32 rows: the 64-row instance

@@ -27,6 +27,13 @@ def decode_instances():
                   if isinstance(k, dict) and k["name"].startswith("fp8attn_sm90_paged_decode_"))
 
 
+def splits_pairs(name):
+    """Whether a head-pair decode instance splits its pairs over the keys (codegen/operations/paged.py
+    LIBRARY_PAIR_SPLITS, stated in the operation's summary); without it it runs one split and refuses more."""
+    summary = next(k["summary"] for k in fp8attn.list_operations() if isinstance(k, dict) and k["name"] == name)
+    return "_pairs" not in name or "split over the keys" in summary
+
+
 def compiled(page, head_dim):
     return any(n.startswith(f"fp8attn_sm90_paged_decode_e4m3_bf16_p{page}x{head_dim}_") for n in decode_instances())
 
@@ -180,11 +187,10 @@ def test_each_decode_instance_against_float64(name, seed):
     cache, table, seqlens, kv = build(lengths, 8, d, page, True, gen)
     q = torch.randn((len(lengths), 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
     ref = reference(q, kv, lengths, 1 / math.sqrt(d))
-    pairs = "_pairs" in name  # two kv heads per work item: one split only, anything else refused by name
-    if pairs:
+    if not splits_pairs(name):
         with pytest.raises(Exception, match="runs one split"):
             decode(q, cache, table, seqlens, max(lengths), num_splits=3, kernel_name=name)
-    for splits in (1, ) if pairs else (1, 3):
+    for splits in (1, 3) if splits_pairs(name) else (1, ):
         o = decode(q, cache, table, seqlens, max(lengths), num_splits=splits, kernel_name=name)
         torch.cuda.synchronize()
         assert torch.isfinite(o).all(), "a NaN free slot or page reached O"
@@ -213,7 +219,7 @@ def test_zero_and_negative_descales(name, seed):
     kv = dequantized(cache, table, lengths)
     q = torch.randn((len(lengths), 1, 32, d), generator=gen).to(torch.bfloat16).cuda()
     ref = reference(q, kv, lengths, 1 / math.sqrt(d))
-    for splits in (1, ) if "_pairs" in name else (1, 3):
+    for splits in (1, 3) if splits_pairs(name) else (1, ):
         o = decode(q, cache, table, seqlens, max(lengths), num_splits=splits, kernel_name=name)
         torch.cuda.synchronize()
         assert torch.isfinite(o).all(), f"{name}, {splits} splits: non-finite output"
@@ -224,7 +230,9 @@ def test_zero_and_negative_descales(name, seed):
 def test_head_pair_decode(seed):
     """The head-pair decode (two kv heads per work item) by name: per-(page, head) descales that differ between the
     pair's heads, GQA 2:1 (half of each half of the rows) and 4:1, a window, 2 speculative tokens of 2 query heads,
-    against float64; an odd heads_kv, rows beyond half the instance's and splits are refused by name."""
+    one split and, where the instance splits pairs, three (each head's rows into its own partials), against float64;
+    an odd heads_kv, rows beyond half the instance's and, where it does not split pairs, splits are refused by
+    name."""
     names = [n for n in decode_instances() if "_pairs" in n]
     if not names:
         pytest.skip("no head-pair decode instance in this build")
@@ -235,14 +243,21 @@ def test_head_pair_decode(seed):
         cache, table, seqlens, kv = build(lengths, 4, d, page, True, gen)
         for heads_q, q_len, window in ((8, 1, -1), (16, 1, 200), (8, 2, -1)):
             q = torch.randn((len(lengths), q_len, heads_q, d), generator=gen).to(torch.bfloat16).cuda()
-            o = decode(q, cache, table, seqlens, max(lengths), num_splits=1, window_left=window, kernel_name=name)
-            torch.cuda.synchronize()
             ref = reference(q, kv, lengths, 1 / math.sqrt(d), window_left=window)
-            err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
-            assert err < 5e-3, f"{name}, heads_q={heads_q}, q_len={q_len}, window={window}: relative error {err:.2e}"
+            for splits in (1, 3) if splits_pairs(name) else (1, ):
+                o = decode(q, cache, table, seqlens, max(lengths), num_splits=splits, window_left=window,
+                           kernel_name=name)
+                torch.cuda.synchronize()
+                assert torch.isfinite(o).all(), f"{name}, {splits} splits: a NaN free slot or padding row reached O"
+                err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
+                assert err < 5e-3, (f"{name}, heads_q={heads_q}, q_len={q_len}, window={window}, {splits} splits: "
+                                    f"relative error {err:.2e}")
         q = torch.randn((len(lengths), 2, 16, d), generator=gen).to(torch.bfloat16).cuda()
         with pytest.raises(Exception, match="query rows per kv head"):
             decode(q, cache, table, seqlens, max(lengths), num_splits=1, kernel_name=name)
+        if not splits_pairs(name):
+            with pytest.raises(Exception, match="runs one split"):
+                decode(q[:, :1, :8].contiguous(), cache, table, seqlens, max(lengths), num_splits=3, kernel_name=name)
         odd, odd_table, odd_seqlens, _ = build([50], 3, d, page, False, gen)
         with pytest.raises(Exception, match="is odd"):
             decode(torch.randn((1, 1, 6, d)).to(torch.bfloat16).cuda(), odd, odd_table, odd_seqlens, 50,
@@ -250,21 +265,25 @@ def test_head_pair_decode(seed):
 
 
 def test_head_pair_pick(seed):
-    """The heuristic takes the head-pair decode from 256 pairs of kv heads (64 sequences x 8 kv heads, GQA 4:1, one
-    token) and not at 128 pairs; both against float64, over per-sequence lengths with NaN-poisoned free slots."""
-    if not any("_pairs" in n and "_p64x128_" in n for n in decode_instances()):
+    """The heuristic takes the head-pair decode from 256 work items of pairs of kv heads (GQA 4:1, one token): 64
+    sequences x 8 kv heads of one split, and, where the instance splits pairs, 8 long sequences split 8 ways (else
+    the one-head instance there); not 32 short sequences (128 pairs, too few pages to split). Each against float64,
+    over per-sequence lengths with NaN-poisoned free slots."""
+    names = [n for n in decode_instances() if "_pairs" in n and "_p64x128_" in n]
+    if not names:
         pytest.skip("no head-pair decode instance for pages of 64 at D=128 in this build")
     gen = cpu_generator(seed)
-    lengths = [int(x) for x in torch.randint(1, 300, (64,), generator=gen)]
-    lengths[5] = 64  # a whole page, no free slot
-    cache, table, seqlens, kv = build(lengths, 8, 128, 64, True, gen)
-    for batch, want_pairs in ((64, True), (32, False)):
+    short = [int(x) for x in torch.randint(1, 300, (64,), generator=gen)]
+    short[5] = 64  # a whole page, no free slot
+    long = [int(x) for x in torch.randint(3000, 4500, (8,), generator=gen)]  # 47-71 pages: up to 8 splits
+    for lengths, batch, want_pairs in ((short, 64, True), (short[:32], 32, False), (long, 8, splits_pairs(names[0]))):
+        cache, table, seqlens, kv = build(lengths, 8, 128, 64, True, gen)
         q = torch.randn((batch, 1, 32, 128), generator=gen).to(torch.bfloat16).cuda()
-        o, name = decode_with_name(q, cache, table[:batch], seqlens[:batch], max(lengths[:batch]))
+        o, name = decode_with_name(q, cache, table, seqlens, max(lengths))
         torch.cuda.synchronize()
         assert ("_pairs" in name) == want_pairs, f"batch {batch}: the heuristic ran {name}"
         assert torch.isfinite(o).all(), f"{name}: a NaN free slot reached O"
-        ref = reference(q, kv[:batch], lengths[:batch], 1 / math.sqrt(128))
+        ref = reference(q, kv, lengths, 1 / math.sqrt(128))
         err = ((o.double().cpu() - ref).norm() / ref.norm()).item()
         assert err < 5e-3, f"batch {batch}, {name}: relative error {err:.2e}"
 
