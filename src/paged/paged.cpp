@@ -385,9 +385,9 @@ DecodeWorkspace decode_workspace(PagedDecodeArguments const& a, KernelInstance c
   w.splits = splits;
   w.programs = programs;
   if (splits > 1) {
-    // The partials are laid out per kv head whatever the instance (the combine's layout): a head-pair item writes
-    // two heads' slots.
-    size_t const slots = static_cast<size_t>(programs) * (config(decode).head_pairs ? 2 : 1);
+    // The partials are laid out per (sequence, kv head, row chunk, split) whatever the instance (the combine's
+    // layout; a head-pair item writes two heads' slots).
+    auto const slots = static_cast<size_t>(int64_t{a.batch} * a.cache.heads_kv * row_chunks(a, rows) * splits);
     w.ml_offset = align(slots * rows * a.cache.head_dim * sizeof(float));
     w.ml_bytes = slots * rows * 2 * sizeof(float);
     w.total = align(w.ml_offset + w.ml_bytes);
