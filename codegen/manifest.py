@@ -200,6 +200,13 @@ def _default_instances():
     # S=8192 773 / 761, S=16384 813 / 776, GQA 64/8 S=8192 817 / 772; shorter sequences lose (full S=512 589 / 631,
     # causal S<=4096 -12 to -35%). The tuning table picks them from S=2048 full and S=8192 causal.
     rows += [_gluon(causal, 2, int8=True, block_m=192) for causal in (False, True)]
+    # The single-warpgroup Gluon kernel (kernels/fmha_fwd/fmha_fwd_gluon_solo.py: 64-row blocks, four CTAs an SM)
+    # for INT8 Q.K^T at D=64, full and causal. bench/sweep_gluon.py --int8 on the H200 (2026-12-05, two runs in
+    # opposite orders, TFLOP/s): S=2048 full 512 / 513 against the 192-row instance's 494 / 493; causal S=2048
+    # 435 / 434 and S=8192 496 / 496 against the 128-row instance's 402 / 402 and 474 / 472; full S=8192 534 against
+    # the 192-row instance's 573 / 574 (the H100 agrees). After the others: the tuning table picks it (D=64 INT8 full
+    # to S=2048, causal to S=8192).
+    rows += [_gluon(causal, 2, head_dim=64, int8=True, block_m=64, block_n=128) for causal in (False, True)]
     # INT8 Q.K^T on the Triton kernel (issue 7's best accuracy mode: SmolLM2-135M +0.17% / +0.26% perplexity on
     # the H200), D=64 (that model) and 128 (a caller's sequence-contiguous V^T, which the Gluon one cannot read).
     rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
@@ -284,13 +291,6 @@ def _extra_instances():
     # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
     # (at D=128 ptxas spills 33 registers inside the loop).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
-    # The single-warpgroup Gluon kernel (kernels/fmha_fwd/fmha_fwd_gluon_solo.py: 64-row blocks, four CTAs an SM)
-    # for INT8 Q.K^T at D=64, full and causal. bench/sweep_gluon.py --int8 on the H200 (2026-12-05, two runs in
-    # opposite orders, TFLOP/s): S=2048 full 512 / 513 against the 192-row instance's 494 / 493; causal S=2048
-    # 435 / 434 and S=8192 496 / 496 against the 128-row instance's 402 / 402 and 474 / 472; full S=8192 534 against
-    # the 192-row instance's 573 / 574 (the H100 agrees). In the extra set until its library path has run on a GPU
-    # (a FP8ATTN_KERNELS=* build's GPU tests force it by name); then the default set and the tuning rows.
-    rows += [_gluon(causal, 2, head_dim=64, int8=True, block_m=64, block_n=128) for causal in (False, True)]
     rows += [TransposeConfig("u8", 128, d, 4, tma=True) for d in HEAD_DIMS]
     rows += [QuantizeConfig("apply", "f16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]

@@ -240,10 +240,11 @@ class Manifest(unittest.TestCase):
         # 69: 39 FP8/BF16 attention instances and transposes (the Gluon D=64 and D=256 pairs, six Gluon BF16 ones
         # and the key-permuted transposes among them), 4 Gluon FP8 ones with 256-key tiles (D=64/128, the tuning
         # table's picks for longer sequences), 3 Gluon vnat ones (its picks for short rows), 8 INT8 Q.K^T ones
-        # (Triton and Gluon, D=64 and 128) and 3 more with 192-row blocks (Gluon, D=64 full, D=128 full and causal),
+        # (Triton and Gluon, D=64 and 128), 3 more with 192-row blocks (Gluon, D=64 full, D=128 full and causal) and 2
+        # single-warpgroup ones (Gluon, D=64, 64-row blocks at 128 registers: 20-30 s each on 2 cores),
         # 4 soft-capping ones (D=128/256) and 11 Gluon varlen ones (e4m3 and bf16, D=64/128, and at D=128 e4m3 the
         # 256-key pair and a vnat one); each compiles in 1-10 s, the whole default build in about 4 minutes on 2 cores.
-        self.assertLessEqual(len(default) - len(quantize) - len(paged), 72,
+        self.assertLessEqual(len(default) - len(quantize) - len(paged), 74,
                              "the default build must stay minutes on 2 cores")
         for qk in ("e4m3", "bf16"):  # soft-capping for Gemma-style models: causal, D=128 and 256
             for d in (128, 256):
@@ -489,7 +490,8 @@ class Manifest(unittest.TestCase):
             self.assertEqual(constexprs["VARLEN"], c.varlen, name_of(c))
         plain = [c for c in manifest.instances() if isinstance(c, FmhaConfig) and c.family == "gluon"
                  and not c.v_natural]
-        self.assertTrue(all(not compile_spec(c)[2]["TRANSPOSE_V"] for c in plain))
+        # (the single-warpgroup kernel, fmha_fwd_gluon_solo.py, has no producer and no such switch)
+        self.assertTrue(all(not compile_spec(c)[2].get("TRANSPOSE_V", False) for c in plain))
         base = dict(qk_type="e4m3", v_type="e4m3", acc_type="f32", out_type="bf16", block_m=128, block_n=128,
                     head_dim=128, warps=4, stages=2, causal=True, family="gluon", v_natural=True)
         for bad in (dict(head_dim=256), dict(varlen=True, head_dim=256), dict(qk_type="i8", block_descale=True),
