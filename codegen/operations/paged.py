@@ -209,8 +209,10 @@ def check_sass(c, mma_counts, sass="", ttgir=""):
 # Head-pair items split over the keys (the Gluon decode's PAIR_SPLITS: each head's rows into its kv head's partials,
 # as a one-head item's). The C++ record carries it, and the host plans splits of pair items only for an instance
 # whose record says so (src/paged/paged.cpp find_head_pairs); without it a head-pair instance runs one split.
-# Off until measured on a GPU: docs/perf/NOTES.md (2026-12-05, eighteenth session) has the sweep call.
-LIBRARY_PAIR_SPLITS = False
+# On: H100, 2026-12-06 (bench/sweep_decode.py, two alternations, TB/s, the one-head instance / pair splits): (32, 32k)
+# 3.01 / 3.03 and 3.05 / 3.06, (8, 128k) 3.01 / 3.09 and 3.02 / 3.09, (1, 128k) 2.71 / 2.72 and 2.72 / 2.73; the GPU
+# tests of the library path (test_paged.py) passed with it on.
+LIBRARY_PAIR_SPLITS = True
 
 
 def pair_splits(c: PagedConfig) -> bool:
