@@ -379,7 +379,7 @@ def _gluon_solo_compile_spec(c: FmhaConfig):
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": True, "QK_INT8": True, "BLOCK_DESCALE": True,
                   "INT8_INF_SELECTS": True, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride,
                   # Sweep switches, as _gluon_compile_spec's (RING_UNSIGNED: 13 instructions a tile fewer here);
-                  # not measured yet.
+                  # off until the library's GPU tests run with them (H100 sweep: +1-3%; docs/perf/NOTES.md).
                   "INT8_ROWMAX_LOCAL": False, "RING_UNSIGNED": False}
     return params, types, constexprs, c.warps, c.stages
 
@@ -476,7 +476,8 @@ def _gluon_compile_spec(c: FmhaConfig):
                                                              c.is_int8_qk, c.row_sum_mma),
                   # INT8_ROWMAX_LOCAL (the INT8 row maximum with one cross-lane reduction a row) and RING_UNSIGNED
                   # (the key loop's ring stage and phase in unsigned arithmetic): sweep switches, the same output
-                  # bits, 12 and 3-4 instructions a tile fewer in the INT8 D=64 loop (ptxas); not measured yet.
+                  # bits, 12 and 3-4 instructions a tile fewer in the INT8 D=64 loop (ptxas); measured (H100 sweep,
+                  # docs/perf/NOTES.md 2026-12-06), off until the library's GPU tests run with them.
                   "INT8_ROWMAX_LOCAL": False, "RING_UNSIGNED": False}
     return params, types, constexprs, c.warps, c.stages
 

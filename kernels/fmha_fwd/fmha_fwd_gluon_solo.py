@@ -40,7 +40,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warp
 from fmha_fwd.gluon_consumer import _store_o
 from fmha_fwd.gluon_constants import DESCALE_BLOCK, LN2, LOG2E, NEG_BIG, WG_M
 from fmha_fwd.gluon_mma import _pv_fold, _pv_issue, _s_issue, _s_wait
-from fmha_fwd.gluon_schedule import _causal_section, _tile, _tile_ahead
+from fmha_fwd.gluon_schedule import _causal_section, _ring_slot, _tile, _tile_ahead
 from fmha_fwd.gluon_softmax import _softmax_any
 
 
@@ -48,8 +48,7 @@ from fmha_fwd.gluon_softmax import _softmax_any
 def _load_k(k_desc, k_bufs, k_ready, i, bc, k_row, h_kv, start_n, NUM_STAGES: gl.constexpr,
             RING_UNSIGNED: gl.constexpr = False):
     """Ring slot i's K tile (keys start_n ...) into stage i % NUM_STAGES."""
-    # RING_UNSIGNED: i >= 0 as unsigned, a mask where signed % rounds toward zero (fmha_fwd_gluon.py's switch).
-    s = ((i.to(gl.uint32) if RING_UNSIGNED else i) % NUM_STAGES).to(gl.int32)
+    s = (_ring_slot(i, RING_UNSIGNED) % NUM_STAGES).to(gl.int32)
     mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(k_desc, [bc, k_row + start_n, h_kv, 0], k_ready.index(s), k_bufs.index(s))
 
@@ -58,7 +57,7 @@ def _load_k(k_desc, k_bufs, k_ready, i, bc, k_row, h_kv, start_n, NUM_STAGES: gl
 def _load_v(vt_desc, v_bufs, v_ready, i, bc, v_col, h_kv, start_n, NUM_STAGES: gl.constexpr,
             RING_UNSIGNED: gl.constexpr = False):
     """Ring slot i's V^T tile (key columns start_n ...) into stage i % NUM_STAGES."""
-    s = ((i.to(gl.uint32) if RING_UNSIGNED else i) % NUM_STAGES).to(gl.int32)
+    s = (_ring_slot(i, RING_UNSIGNED) % NUM_STAGES).to(gl.int32)
     mbarrier.expect(v_ready.index(s), vt_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(vt_desc, [bc, h_kv, 0, v_col + start_n], v_ready.index(s), v_bufs.index(s))
 
@@ -72,7 +71,7 @@ def _step(qk, acc, l_i, m_i, f_i, it, j, n_tiles, n_start, lo_masked_end, full_e
           RING_UNSIGNED: gl.constexpr = False):
     """Key tile j of the block (ring slot it + j) after its S (qk) is done: K's stage refilled with tile
     j + NUM_STAGES, the softmax, P.V waited for and folded, V's stage refilled. Returns (acc, l_i, m_i, f_i)."""
-    slot = (it + j).to(gl.uint32) if RING_UNSIGNED else it + j  # RING_UNSIGNED: as _load_k's
+    slot = _ring_slot(it + j, RING_UNSIGNED)
     s = (slot % NUM_STAGES).to(gl.int32)
     refill = j + NUM_STAGES < n_tiles
     start_refill = n_start + (j + NUM_STAGES) * BLOCK_N
@@ -202,7 +201,7 @@ def fmha_fwd_gluon_kernel(
                                            k_desc, vt_desc, k_bufs, v_bufs, k_ready, v_ready, bc, k_row, v_col,
                                            h_kv, o_layout, HEAD_DIM, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED,
                                            QK_INT8, BLOCK_DESCALE, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL, RING_UNSIGNED)
-                slot = (it + j + 1).to(gl.uint32) if RING_UNSIGNED else it + j + 1
+                slot = _ring_slot(it + j + 1, RING_UNSIGNED)
                 nxt = (slot % NUM_STAGES).to(gl.int32)
                 mbarrier.wait(k_ready.index(nxt), ((slot // NUM_STAGES) & 1).to(gl.int32))
                 qk = _s_issue(q_tile, k_bufs, nxt, BLOCK_N, HEAD_DIM, s_layout, QK_INT8, False)

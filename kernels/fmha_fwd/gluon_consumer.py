@@ -14,7 +14,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from fmha_fwd.gluon_constants import DESCALE_BLOCK, LN2, LOG2E, NEG_BIG, WG_M
 from fmha_fwd.gluon_mma import _pv_fold, _pv_issue, _rescale_by_warp, _s_issue, _s_wait
-from fmha_fwd.gluon_schedule import _causal_section, _get_tile_info, _q_box, _q_slot, _tile, _tile_ahead
+from fmha_fwd.gluon_schedule import (_causal_section, _get_tile_info, _q_box, _q_slot, _ring_slot, _tile,
+                                     _tile_ahead)
 from fmha_fwd.gluon_softmax import _softmax_any, _softmax_tile, _sum_width, _tile_row_sum
 
 
@@ -249,9 +250,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                 ahead = _tile_ahead(next_tile, num_tiles, num_m_blocks, batch_heads, heads_q, group_size, section,
                                     cu_seqlens_q, cu_seqlens_k, CAUSAL, VARLEN)
             for j in range(j0, n_tiles - 1 - half):
-                # RING_UNSIGNED: the ring slot as unsigned (it is never negative), so that its stage and phase are
-                # a mask and a shift where signed % and // round toward zero (3 uniform instructions more each).
-                slot = (it + j).to(gl.uint32) if RING_UNSIGNED else it + j
+                slot = _ring_slot(it + j, RING_UNSIGNED)
                 s = (slot % NUM_STAGES).to(gl.int32)
                 nxt = ((slot + 1) % NUM_STAGES).to(gl.int32)
                 qk = _s_wait(qk, SPLIT_S)

@@ -1,8 +1,9 @@
 """The Gluon attention kernel's persistent schedule, shared by its producer and consumer partitions: which query block
 a program takes next and in what order (_tile_ahead, _tile_order, _causal_section), where the block's sequence lives,
 dense or packed (_sequence), which key tiles it visits (_tile, from common/key_range.py), the Q buffer of a block
-(_q_slot, _q_box), and TILE_INFO_HANDOFF's hand-off of a block's place and bounds from the producer to the consumers
-(_put_tile_info, _get_tile_info). fmha_fwd_gluon.py's docstring describes the design."""
+(_q_slot, _q_box), a K/V ring slot's stage and phase arithmetic (_ring_slot), and TILE_INFO_HANDOFF's hand-off of a
+block's place and bounds from the producer to the consumers (_put_tile_info, _get_tile_info). fmha_fwd_gluon.py's
+docstring describes the design."""
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -140,6 +141,14 @@ def _tile(ahead, heads_q, group_size, seqlen_q, seqlen_k, window_left, window_ri
         n_end = gl.where(past_end, n_start, n_end)
     return (b, h, h_kv, bh, start_m, lo_off, hi_off, n_start, lo_masked_end, full_end, n_end,
             bc, q_row, k_row, v_col, sq, sk, bad)
+
+
+@gluon.jit
+def _ring_slot(i, RING_UNSIGNED: gl.constexpr):
+    """K/V ring slot i (never negative) as its stage (slot % NUM_STAGES) and phase ((slot // NUM_STAGES) & 1) are
+    taken from it: unsigned with RING_UNSIGNED, so that they are a mask and a shift where signed % and // round
+    toward zero (3 uniform instructions more each); callers cast the stage and phase back to int32."""
+    return i.to(gl.uint32) if RING_UNSIGNED else i
 
 
 @gluon.jit

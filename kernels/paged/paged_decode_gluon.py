@@ -31,9 +31,9 @@ each head's K and each column keeps its head's product, and O^T likewise: one on
 per stage for twice the bytes, and half as many item boundaries (bench_decode's (64, 8k), (128, 4k)'s bytes in half
 the items, read ~2% faster).
 The host (or the sweep) launches batch * heads_kv / 2 items with one row chunk and one split; with PAIR_SPLITS
-(off in the library until measured: codegen/operations/paged.py LIBRARY_PAIR_SPLITS, carried by the C++ record so
-that the host plans splits only for an instance compiled with it) batch * heads_kv / 2 * splits items, each head's
-rows written into its own kv head's partials.
+(on in the library's head-pair instance: codegen/operations/paged.py LIBRARY_PAIR_SPLITS, carried by the C++ record
+so that the host plans splits only for an instance compiled with it) batch * heads_kv / 2 * splits items, each
+head's rows written into its own kv head's partials.
 
 UNIFORM_PAGE (on in the library's instances; it applies where PAGE >= BLOCK_N): a stage's keys lie in one page,
 so its block table entry and k / v descales are scalars, the k descale joins each row's scale (one FFMA a score into

@@ -175,7 +175,7 @@ struct DecodeInstances {
   KernelInstance const* combine = nullptr;
 };
 
-int automatic_splits(PagedDecodeArguments const& a, KernelInstance const* decode);
+int splits_for(PagedDecodeArguments const& a, KernelInstance const& decode);
 
 /// The head-pair decode instance for this call when the heuristic should take it, else null: kv heads in pairs
 /// (even heads_kv), each head's rows in half of the instance's, at least kPairMinItems work items (pairs x the split
@@ -190,7 +190,7 @@ KernelInstance const* find_head_pairs(PagedDecodeArguments const& a) {
   KernelInstance const* k = find(PagedStage::kDecode, a.cache.page_size, a.cache.head_dim, pair_rows, {},
                                  /*with_gluon=*/true, /*head_pairs=*/true);
   if (!k || config(*k).rows < pair_rows) return nullptr;
-  int64_t const splits = a.num_splits > 0 ? a.num_splits : automatic_splits(a, k);
+  int64_t const splits = splits_for(a, *k);
   if (splits > 1 && !config(*k).pair_splits) return nullptr;
   return int64_t{a.batch} * (a.cache.heads_kv / 2) * splits >= kPairMinItems ? k : nullptr;
 }
