@@ -263,6 +263,13 @@ def gluon_int8_inf_selects(head_dim, block_m, block_n, causal, int8, lsum=False)
                 and not lsum)
 
 
+def int8_rowmax_local(c) -> bool:
+    """INT8_ROWMAX_LOCAL and RING_UNSIGNED for the warp-specialized Gluon kernel: the 192-row INT8 D=64 instance only
+    (measured there; the 128-row kernel's two runs were even at best, the D=128 ones are not measured)."""
+    return (c.is_int8_qk and c.block_descale and c.head_dim == 64 and c.block_m == 3 * GLUON_WG_M
+            and c.block_n == 128 and not c.row_sum_mma and not c.varlen)
+
+
 def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
     """Whether the Gluon kernel's producer hands each query block's place and key bounds to the consumers through
     shared memory (TILE_INFO_HANDOFF) instead of every consumer warpgroup computing them again; bench/sweep_gluon.py
@@ -378,9 +385,10 @@ def _gluon_solo_compile_spec(c: FmhaConfig):
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": True, "QK_INT8": True, "BLOCK_DESCALE": True,
                   "INT8_INF_SELECTS": True, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride,
-                  # Sweep switches, as _gluon_compile_spec's (RING_UNSIGNED: 13 instructions a tile fewer here);
-                  # off until the library's GPU tests run with them (H100 sweep: +1-3%; docs/perf/NOTES.md).
-                  "INT8_ROWMAX_LOCAL": False, "RING_UNSIGNED": False}
+                  # As _gluon_compile_spec's (RING_UNSIGNED: 13 instructions a tile fewer here); on: H100,
+                  # 2026-12-06 (bench/sweep_gluon.py --int8, two runs in opposite orders) +1.7% full / +2.2% causal at
+                  # S=2048, +2.6% / +1.2% at S=8192, the same error against float64.
+                  "INT8_ROWMAX_LOCAL": True, "RING_UNSIGNED": True}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -475,10 +483,12 @@ def _gluon_compile_spec(c: FmhaConfig):
                   "INT8_INF_SELECTS": gluon_int8_inf_selects(c.head_dim, c.block_m, c.block_n, c.causal,
                                                              c.is_int8_qk, c.row_sum_mma),
                   # INT8_ROWMAX_LOCAL (the INT8 row maximum with one cross-lane reduction a row) and RING_UNSIGNED
-                  # (the key loop's ring stage and phase in unsigned arithmetic): sweep switches, the same output
-                  # bits, 12 and 3-4 instructions a tile fewer in the INT8 D=64 loop (ptxas); measured (H100 sweep,
-                  # docs/perf/NOTES.md 2026-12-06), off until the library's GPU tests run with them.
-                  "INT8_ROWMAX_LOCAL": False, "RING_UNSIGNED": False}
+                  # (the key loop's ring stage and phase in unsigned arithmetic): the same output bits, 12 and 3-4
+                  # instructions a tile fewer in the INT8 D=64 loop (ptxas). On for the 192-row D=64 instance: H100,
+                  # 2026-12-06 (bench/sweep_gluon.py --int8, two runs in opposite orders) +2.7% full S=2048, +4.9%
+                  # causal S=2048, +0.1% full S=8192 (where the library runs it), +2.5% causal S=8192; the 128-row
+                  # kernel's two runs: -2.6% to +2.5%, mean -0.35%: off there.
+                  "INT8_ROWMAX_LOCAL": int8_rowmax_local(c), "RING_UNSIGNED": int8_rowmax_local(c)}
     return params, types, constexprs, c.warps, c.stages
 
 
