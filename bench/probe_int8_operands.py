@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_vs_cudnn as bvc  # noqa: E402
 
 
-class Timing:  # bench_vs_cudnn's defaults
+class Timing:  # accuracy_modes.py's defaults (the --speed columns this probe explains)
     warmup = 3
     repeats = 7
     target_ms = 20.0

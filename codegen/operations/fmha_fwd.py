@@ -263,10 +263,11 @@ def gluon_int8_inf_selects(head_dim, block_m, block_n, causal, int8, lsum=False)
                 and not lsum)
 
 
-def int8_rowmax_local(c) -> bool:
-    """INT8_ROWMAX_LOCAL and RING_UNSIGNED for the warp-specialized Gluon kernel: the 192-row INT8 D=64 instance only
-    (measured there; the 128-row kernel's two runs were even at best, the D=128 ones are not measured)."""
-    return (c.is_int8_qk and c.block_descale and c.head_dim == 64 and c.block_m == 3 * GLUON_WG_M
+def int8_loop_switches(c) -> bool:
+    """INT8_ROWMAX_LOCAL and RING_UNSIGNED (both kernels take them): on where measured to help, the INT8 D=64
+    instances of the single-warpgroup kernel and the 192-row one (H100, 2026-12-06, two runs each); off in the 128-row
+    D=64 one (its two runs were even at best) and at D=128 (one run so far, docs/perf/NOTES.md)."""
+    return (c.is_int8_qk and c.block_descale and c.head_dim == 64 and c.block_m in (GLUON_WG_M, 3 * GLUON_WG_M)
             and c.block_n == 128 and not c.row_sum_mma and not c.varlen)
 
 
@@ -382,13 +383,14 @@ def _gluon_solo_compile_spec(c: FmhaConfig):
         raise ValueError(f"{name_of(c)}: 64-row blocks (the single-warpgroup kernel) are i8 Q.K^T, bdesc, vkperm, "
                          "64x128x64, w4, s2, dense")
     types = _gluon_types(c, bf16=False, transpose_v=False)
+    loop_switches = int8_loop_switches(c)
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": True, "QK_INT8": True, "BLOCK_DESCALE": True,
                   "INT8_INF_SELECTS": True, "K_DESCALE_UNIT_STRIDE": c.k_descale_unit_stride,
                   # As _gluon_compile_spec's (RING_UNSIGNED: 13 instructions a tile fewer here); on: H100,
                   # 2026-12-06 (bench/sweep_gluon.py --int8, two runs in opposite orders) +1.7% full / +2.2% causal at
                   # S=2048, +2.6% / +1.2% at S=8192, the same error against float64.
-                  "INT8_ROWMAX_LOCAL": True, "RING_UNSIGNED": True}
+                  "INT8_ROWMAX_LOCAL": loop_switches, "RING_UNSIGNED": loop_switches}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -458,6 +460,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                          "FP8 V^T (optionally vkperm; vnat: dense e4m3 at head_dim 64/128), no ws/evenn/softcap")
     e4m3_kperm = c.qk_type == "e4m3" and c.v_key_permuted and not c.block_descale  # dense e4m3, V^T given
     types = _gluon_types(c, bf16, transpose_v)
+    loop_switches = int8_loop_switches(c)
     constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "CAUSAL": c.causal,
                   "NUM_STAGES": c.stages, "KEY_PERMUTED": c.v_key_permuted or transpose_v, "SUM_ON_TC": c.row_sum_mma,
                   "QK_INT8": c.is_int8_qk, "BLOCK_DESCALE": c.block_descale, "V_NATURAL": bf16,
@@ -488,7 +491,7 @@ def _gluon_compile_spec(c: FmhaConfig):
                   # 2026-12-06 (bench/sweep_gluon.py --int8, two runs in opposite orders) +2.7% full S=2048, +4.9%
                   # causal S=2048, +0.1% full S=8192 (where the library runs it), +2.5% causal S=8192; the 128-row
                   # kernel's two runs: -2.6% to +2.5%, mean -0.35%: off there.
-                  "INT8_ROWMAX_LOCAL": int8_rowmax_local(c), "RING_UNSIGNED": int8_rowmax_local(c)}
+                  "INT8_ROWMAX_LOCAL": loop_switches, "RING_UNSIGNED": loop_switches}
     return params, types, constexprs, c.warps, c.stages
 
 

@@ -206,8 +206,8 @@ def fmha_fwd_gluon_kernel(
                      "WINDOW_ALIGN: dense, a multiple of 64 dividing BLOCK_N")
     # INT8_ROWMAX_LOCAL: the INT8 row maximum of a 128-key tile from each thread's scaled half maxima, one cross-lane
     # reduction a row instead of one a half (gluon_softmax _row_max_local; the same bits). RING_UNSIGNED: the
-    # consumers' ring stage and phase of a key tile in unsigned arithmetic (_consumer; the same schedule). Both on in
-    # the library's 192-row INT8 D=64 instance (codegen's int8_rowmax_local), off in the others (not measured there).
+    # consumers' ring stage and phase of a key tile in unsigned arithmetic (_consumer; the same schedule). Where the
+    # library turns them on: codegen's int8_loop_switches.
     gl.static_assert(not INT8_ROWMAX_LOCAL or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128),
                      "INT8_ROWMAX_LOCAL: INT8 Q.K^T with per-block descales, 128-key tiles")
     # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).

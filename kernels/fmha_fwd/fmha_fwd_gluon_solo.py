@@ -121,7 +121,7 @@ def fmha_fwd_gluon_kernel(
     if K_DESCALE_UNIT_STRIDE:  # as the library's kernel: the k descales of consecutive key blocks adjacent
         gl.static_assert(QK_INT8 and BLOCK_DESCALE, "the unit k descale stride is an INT8 per-block option")
         k_descale_stride_blk = 1
-    # INT8_ROWMAX_LOCAL, RING_UNSIGNED: fmha_fwd_gluon.py's switches (on in the library's INT8 instances of this one).
+    # INT8_ROWMAX_LOCAL, RING_UNSIGNED: fmha_fwd_gluon.py's switches (codegen's int8_loop_switches).
     gl.static_assert(not INT8_ROWMAX_LOCAL or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128),
                      "INT8_ROWMAX_LOCAL: INT8 Q.K^T with per-block descales, 128-key tiles")
     gl.static_assert(BLOCK_M == WG_M, "one warpgroup of 64 query rows a CTA (the sweep's NUM_CONSUMERS=1)")
