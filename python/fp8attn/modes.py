@@ -21,12 +21,30 @@ The default is "fp8": the fastest path, with an LSE (docs/ACCURACY.md, Defaults)
 model's quality (its INT8 instances exist for head_dim 64 and 128).
 """
 
+import re
+
 import torch
 
 from . import ops as _ops  # noqa: F401  (registers torch.ops.fp8attn.*)
 
 MODES = ("bf16", "fp8", "fp8_per_head", "fp8_smooth_rotate", "int8_qk")
 _LAYOUTS = ("bshd", "bhsd")
+
+
+def _vt_kperm_problems():
+    """{(qk_type, head_dim, causal)} for which this build can take V quantized straight into the key-permuted V^T
+    (attention's fast path): a key-permuted quantize apply for BF16 input at that head dim and a dense
+    v_key_permuted attention instance. Read once, at import (a constant to torch.compile's tracing); a build
+    filtered without them (FP8ATTN_KERNELS) keeps the path through V as given."""
+    from ._fp8attn_ext import list_kernels, list_operations
+
+    apply_dims = {int(m.group(1)) for m in (re.search(r"quantize_apply_bf16_e4m3_\d+x(\d+)_w\d+_kperm$", o["name"])
+                                            for o in list_operations()) if m}
+    return frozenset((k["qk_type"], k["head_dim"], bool(k["causal"])) for k in list_kernels()
+                     if k["v_key_permuted"] and not k["varlen"] and not k["softcap"] and k["head_dim"] in apply_dims)
+
+
+_VT_KPERM = _vt_kperm_problems()
 
 
 def _q(x, dtype="e4m3", granularity="tensor", heads_kv=0, smooth=False, rotate=False, seed=0, layout="bshd"):
@@ -98,10 +116,12 @@ def attention(q, k, v, *, mode="fp8", causal=False, softmax_scale=None, layout="
                              f"(got {getattr(t, 'dtype', type(t).__name__)}); fmha_fwd takes quantized ones")
     if layout == "bhsd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-    # V quantized straight into the key-permuted V^T the FP8 P.V reads (as attention_fused does), where the kernels
-    # take it (head_dim up to 128): the call then runs no V transpose (H100, D=128 S=512 B=64: the separate
-    # transpose cost int8_qk 92 us of 1301, and fp8's V-transposing kernel 68 us more than its V^T one).
-    vt = mode != "bf16" and q.shape[-1] <= 128
+    # V quantized straight into the key-permuted V^T the FP8 P.V reads (as attention_fused does), where the build
+    # takes it (_VT_KPERM; BF16 input: the key-permuted applies are compiled for it): the call then runs no V
+    # transpose (H100, D=128 S=512 B=64: the separate transpose cost int8_qk 92 us of 1301, and fp8's V-transposing
+    # kernel 68 us more than its V^T one). Elsewhere V goes as given, as before.
+    vt = (mode != "bf16" and v.dtype == torch.bfloat16 and
+          ("i8" if mode == "int8_qk" else "e4m3", q.shape[-1], bool(causal)) in _VT_KPERM)
     q8, k8, v8, qd, kd, vd = quantize_for(mode, q, k, v, v_layout="vt_kperm" if vt else "bshd")
     out = torch.ops.fp8attn.fmha_fwd(q8, k8, v8, qd, kd, vd, float(softmax_scale or 0.0), causal, "bshd", vt)
     return out.transpose(1, 2) if layout == "bhsd" else out
