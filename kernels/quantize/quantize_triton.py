@@ -148,25 +148,11 @@ def _fwht(v, WIDTH: tl.constexpr):
 
 
 @triton.jit
-def _rotate_vector_fast(v, seed, width, WIDTH: tl.constexpr):
-    """_rotate_vector's v diag(signs) H / sqrt(width) through _fwht: v is zero past width, so the first width
-    entries of the WIDTH-point transform are the width-point one (H_width is H_WIDTH's top-left block)."""
+def _rotate_vector(v, seed, width, WIDTH: tl.constexpr):
+    """v diag(signs) H / sqrt(width) for one vector v [WIDTH] (zero past width, width <= WIDTH a power of two)
+    through _fwht: the first width entries of the WIDTH-point transform are the width-point one (H_width is
+    H_WIDTH's top-left block)."""
     return _fwht(v * _hadamard_signs(seed, WIDTH), WIDTH) / tl.sqrt_rn(width.to(tl.float32))
-
-
-@triton.jit
-def _rotate_vector(v, seed, width, WIDTH: tl.constexpr, ROWS: tl.constexpr = 16):
-    """v diag(signs) H / sqrt(width) for one vector v [WIDTH] (zero past width, width <= WIDTH a power of two) in
-    float32 FMAs, ROWS rows of H at a time (H_width is the top-left block of H_WIDTH; its columns past width are
-    not stored)."""
-    offs = tl.arange(0, WIDTH)
-    v = v * _hadamard_signs(seed, WIDTH)  # the sign of row i is a function of i alone
-    acc = tl.zeros([WIDTH], dtype=tl.float32)
-    for r0 in tl.range(0, width, ROWS):  # a run-time loop: unrolled over 256 rows it spilled
-        rows = r0 + tl.arange(0, ROWS)
-        v_rows = tl.sum(tl.where(rows[:, None] == offs[None, :], v[None, :], 0.0), axis=1)  # v[rows], exactly
-        acc += tl.sum(v_rows[:, None] * _sylvester_entries(rows[:, None], offs[None, :]), axis=0)
-    return acc / tl.sqrt_rn(width.to(tl.float32))
 
 
 @triton.jit
@@ -312,9 +298,9 @@ def quantize_reduce_kernel(
             row += width
         mean = total / divisor
         if rotate != 0:
-            # The fast transform: the dense product (_rotate_vector) made this reduction the int8_qk recipe's
+            # The fast transform: a dense product with Sylvester's entries made this reduction the int8_qk recipe's
             # third-costliest kernel at B=64 S=512 (2048 heads: ~60 us of 1301, H100, docs/perf/NOTES.md).
-            mean = _rotate_vector_fast(tl.where(offs_w < width, mean, 0.0), seed, width, WIDTH)
+            mean = _rotate_vector(tl.where(offs_w < width, mean, 0.0), seed, width, WIDTH)
         tl.store(Out + g.to(tl.int64) * width + offs_w, mean, mask=offs_w < width)
     else:
         offs_c = tl.arange(0, CHUNK)
