@@ -119,18 +119,40 @@ def _rotate(x, seed, Rotation, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
 
 
 @triton.jit
-def _rotate_vector(v, seed, width, WIDTH: tl.constexpr, ROWS: tl.constexpr = 16):
-    """v diag(signs) H / sqrt(width) for one vector v [WIDTH] (zero past width, width <= WIDTH a power of two) in
-    float32 FMAs, ROWS rows of H at a time (H_width is the top-left block of H_WIDTH; its columns past width are
-    not stored)."""
-    offs = tl.arange(0, WIDTH)
-    v = v * _hadamard_signs(seed, WIDTH)  # the sign of row i is a function of i alone
-    acc = tl.zeros([WIDTH], dtype=tl.float32)
-    for r0 in tl.range(0, width, ROWS):  # a run-time loop: unrolled over 256 rows it spilled
-        rows = r0 + tl.arange(0, ROWS)
-        v_rows = tl.sum(tl.where(rows[:, None] == offs[None, :], v[None, :], 0.0), axis=1)  # v[rows], exactly
-        acc += tl.sum(v_rows[:, None] * _sylvester_entries(rows[:, None], offs[None, :]), axis=0)
-    return acc / tl.sqrt_rn(width.to(tl.float32))
+def _butterfly(x, WIDTH: tl.constexpr, H: tl.constexpr):
+    """One stage of _fwht: (x[i], x[i + H]) -> (x[i] + x[i + H], x[i] - x[i + H]) for every i with bit H clear,
+    each element's pair found by viewing x as [WIDTH / 2H, 2, H]; nothing where H >= WIDTH."""
+    if H < WIDTH:
+        pairs = tl.permute(tl.reshape(x, [WIDTH // (2 * H), 2, H]), (0, 2, 1))  # [blocks, H, 2]
+        a, b = tl.split(pairs)
+        x = tl.reshape(tl.permute(tl.join(a + b, a - b), (0, 2, 1)), [WIDTH])
+    return x
+
+
+@triton.jit
+def _fwht(v, WIDTH: tl.constexpr):
+    """v H_WIDTH (Sylvester's order, unnormalized) for v [WIDTH], WIDTH a power of two up to 512: the fast
+    Walsh-Hadamard transform, log2(WIDTH) butterfly stages, WIDTH * log2(WIDTH) additions where the dense product
+    spends WIDTH^2 multiply-adds and Sylvester's entries."""
+    tl.static_assert(WIDTH <= 512, "_fwht: up to 512 points (one _butterfly call a stage below)")
+    x = _butterfly(v, WIDTH, 1)
+    x = _butterfly(x, WIDTH, 2)
+    x = _butterfly(x, WIDTH, 4)
+    x = _butterfly(x, WIDTH, 8)
+    x = _butterfly(x, WIDTH, 16)
+    x = _butterfly(x, WIDTH, 32)
+    x = _butterfly(x, WIDTH, 64)
+    x = _butterfly(x, WIDTH, 128)
+    x = _butterfly(x, WIDTH, 256)
+    return x
+
+
+@triton.jit
+def _rotate_vector(v, seed, width, WIDTH: tl.constexpr):
+    """v diag(signs) H / sqrt(width) for one vector v [WIDTH] (zero past width, width <= WIDTH a power of two)
+    through _fwht: the first width entries of the WIDTH-point transform are the width-point one (H_width is
+    H_WIDTH's top-left block)."""
+    return _fwht(v * _hadamard_signs(seed, WIDTH), WIDTH) / tl.sqrt_rn(width.to(tl.float32))
 
 
 @triton.jit
@@ -276,6 +298,8 @@ def quantize_reduce_kernel(
             row += width
         mean = total / divisor
         if rotate != 0:
+            # The fast transform: a dense product with Sylvester's entries made this reduction the int8_qk recipe's
+            # third-costliest kernel at B=64 S=512 (2048 heads: ~60 us of 1301, H100, docs/perf/NOTES.md).
             mean = _rotate_vector(tl.where(offs_w < width, mean, 0.0), seed, width, WIDTH)
         tl.store(Out + g.to(tl.int64) * width + offs_w, mean, mask=offs_w < width)
     else:

@@ -21,6 +21,8 @@ The default is "fp8": the fastest path, with an LSE (docs/ACCURACY.md, Defaults)
 model's quality (its INT8 instances exist for head_dim 64 and 128).
 """
 
+import re
+
 import torch
 
 from . import ops as _ops  # noqa: F401  (registers torch.ops.fp8attn.*)
@@ -29,27 +31,48 @@ MODES = ("bf16", "fp8", "fp8_per_head", "fp8_smooth_rotate", "int8_qk")
 _LAYOUTS = ("bshd", "bhsd")
 
 
-def _q(x, dtype="e4m3", granularity="tensor", heads_kv=0, smooth=False, rotate=False, seed=0):
-    return torch.ops.fp8attn.quantize(x, dtype, granularity, heads_kv, smooth, rotate, seed, "bshd", None)
+def _vt_kperm_problems():
+    """{(qk_type, head_dim, causal)} for which this build can take V quantized straight into the key-permuted V^T
+    (attention's fast path): a key-permuted quantize apply for BF16 input at that head dim and a dense
+    v_key_permuted attention instance. Read once, at import (a constant to torch.compile's tracing); a build
+    filtered without them (FP8ATTN_KERNELS) keeps the path through V as given."""
+    from ._fp8attn_ext import list_kernels, list_operations
+
+    apply_dims = {int(m.group(1)) for m in (re.search(r"quantize_apply_bf16_e4m3_\d+x(\d+)_w\d+_kperm$", o["name"])
+                                            for o in list_operations()) if m}
+    return frozenset((k["qk_type"], k["head_dim"], bool(k["causal"])) for k in list_kernels()
+                     if k["v_key_permuted"] and not k["varlen"] and not k["softcap"] and k["head_dim"] in apply_dims)
 
 
-def quantize_for(mode, q, k, v):
-    """(q, k, v, q_descale, k_descale, v_descale) for fmha_fwd in `mode`, from [B, S, H, D] BF16/FP16 tensors."""
+_VT_KPERM = _vt_kperm_problems()
+
+
+def _q(x, dtype="e4m3", granularity="tensor", heads_kv=0, smooth=False, rotate=False, seed=0, layout="bshd"):
+    return torch.ops.fp8attn.quantize(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, None)
+
+
+def quantize_for(mode, q, k, v, v_layout="bshd"):
+    """(q, k, v, q_descale, k_descale, v_descale) for fmha_fwd in `mode`, from [B, S, H, D] BF16/FP16 tensors.
+    v_layout "vt_kperm" (FP8 and INT8 modes): V quantized straight into the key-permuted V^T that
+    fmha_fwd(..., v_key_permuted=True) reads, so that the call runs no V transpose; "bshd": V as given."""
+    if v_layout not in ("bshd", "vt_kperm"):
+        raise ValueError(f"v_layout={v_layout!r}: expected 'bshd' or 'vt_kperm'")
     if mode == "bf16":
         return (*(t.to(torch.bfloat16) for t in (q, k, v)), None, None, None)
     if mode == "fp8":
-        (q8, qd), (k8, kd), (v8, vd) = _q(q), _q(k), _q(v)
+        (q8, qd), (k8, kd), (v8, vd) = _q(q), _q(k), _q(v, layout=v_layout)
     elif mode == "fp8_per_head":
         hkv = k.shape[2]
         (q8, qd), (k8, kd), (v8, vd) = (_q(q, granularity="head", heads_kv=hkv), _q(k, granularity="head"),
-                                        _q(v, granularity="head"))
+                                        _q(v, granularity="head", layout=v_layout))
     elif mode == "fp8_smooth_rotate":
-        (q8, qd), (k8, kd), (v8, vd) = _q(q, rotate=True), _q(k, smooth=True, rotate=True), _q(v)
+        (q8, qd), (k8, kd), (v8, vd) = (_q(q, rotate=True), _q(k, smooth=True, rotate=True),
+                                        _q(v, layout=v_layout))
     elif mode == "int8_qk":
         # INT8 Q and K, one scale per 64 tokens, K smoothed, Q and K rotated (the rotation spreads a head's outlier
         # channels over all of them, so a block's scale fits its values better); P.V in FP8.
         (q8, qd), (k8, kd), (v8, vd) = (_q(q, "int8", "block", rotate=True),
-                                        _q(k, "int8", "block", smooth=True, rotate=True), _q(v))
+                                        _q(k, "int8", "block", smooth=True, rotate=True), _q(v, layout=v_layout))
     else:
         raise ValueError(f"mode={mode!r}: expected one of {MODES}")
     return q8, k8, v8, qd, kd, vd
@@ -93,6 +116,12 @@ def attention(q, k, v, *, mode="fp8", causal=False, softmax_scale=None, layout="
                              f"(got {getattr(t, 'dtype', type(t).__name__)}); fmha_fwd takes quantized ones")
     if layout == "bhsd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-    q8, k8, v8, qd, kd, vd = quantize_for(mode, q, k, v)
-    out = torch.ops.fp8attn.fmha_fwd(q8, k8, v8, qd, kd, vd, float(softmax_scale or 0.0), causal, "bshd")
+    # V quantized straight into the key-permuted V^T the FP8 P.V reads (as attention_fused does), where the build
+    # takes it (_VT_KPERM; BF16 input: the key-permuted applies are compiled for it): the call then runs no V
+    # transpose (H100, D=128 S=512 B=64: the separate transpose cost int8_qk 92 us of 1301, and fp8's V-transposing
+    # kernel 68 us more than its V^T one). Elsewhere V goes as given, as before.
+    vt = (mode != "bf16" and v.dtype == torch.bfloat16 and
+          ("i8" if mode == "int8_qk" else "e4m3", q.shape[-1], bool(causal)) in _VT_KPERM)
+    q8, k8, v8, qd, kd, vd = quantize_for(mode, q, k, v, v_layout="vt_kperm" if vt else "bshd")
+    out = torch.ops.fp8attn.fmha_fwd(q8, k8, v8, qd, kd, vd, float(softmax_scale or 0.0), causal, "bshd", vt)
     return out.transpose(1, 2) if layout == "bhsd" else out

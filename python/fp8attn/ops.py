@@ -3,7 +3,8 @@
 Registered custom operators with fixed schemas, so that torch.compile (fullgraph=True) can trace through them,
 CUDA graphs can capture them, and fake tensors give their output shapes without running anything:
 
-    torch.ops.fp8attn.fmha_fwd(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout) -> O
+    torch.ops.fp8attn.fmha_fwd(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout,
+                               v_key_permuted=False) -> O
     torch.ops.fp8attn.fmha_fwd_lse(...same...) -> (O, LSE)
 
     torch.ops.fp8attn.quantize(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, static_descale)
@@ -13,7 +14,8 @@ Two operators rather than one with a flag: a schema's return type cannot depend 
 LSE can change which kernel runs (the fastest non-causal instance does not write it). Arguments as in
 fp8attn.fmha_fwd: q, k, v in the layout named by `layout` ("bshd" or "bhsd"), e4m3 or bf16; the descales
 float32 [1] or [B, H_kv] (required for e4m3, None for bf16); softmax_scale 0 (or None through the Python
-wrappers) selects 1/sqrt(D). Inference only: backward raises.
+wrappers) selects 1/sqrt(D); v_key_permuted: v is the V^T view that quantize(..., layout="vt_kperm") or
+transpose_v(v, key_permuted=True) returns (e4m3 only; the call runs no transpose). Inference only: backward raises.
 """
 
 from typing import Optional, Tuple
@@ -34,27 +36,29 @@ def _lse_shape(q, layout):
 @torch.library.custom_op("fp8attn::fmha_fwd", mutates_args=(), device_types="cuda")
 def fmha_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Optional[torch.Tensor],
              k_descale: Optional[torch.Tensor], v_descale: Optional[torch.Tensor], softmax_scale: float,
-             causal: bool, layout: str) -> torch.Tensor:
+             causal: bool, layout: str, v_key_permuted: bool = False) -> torch.Tensor:
     return _fmha.fmha_fwd(q, k, v, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
-                          softmax_scale=softmax_scale or None, causal=causal, layout=layout)
+                          softmax_scale=softmax_scale or None, causal=causal, layout=layout,
+                          v_key_permuted=v_key_permuted)
 
 
 @torch.library.custom_op("fp8attn::fmha_fwd_lse", mutates_args=(), device_types="cuda")
 def fmha_fwd_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Optional[torch.Tensor],
                  k_descale: Optional[torch.Tensor], v_descale: Optional[torch.Tensor], softmax_scale: float,
-                 causal: bool, layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+                 causal: bool, layout: str, v_key_permuted: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
     return _fmha.fmha_fwd(q, k, v, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
-                          softmax_scale=softmax_scale or None, causal=causal, return_lse=True, layout=layout)
+                          softmax_scale=softmax_scale or None, causal=causal, return_lse=True, layout=layout,
+                          v_key_permuted=v_key_permuted)
 
 
 # Fake (meta) implementations: output shapes and types only, for tracing and torch.compile.
 @fmha_fwd.register_fake
-def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout):
+def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout, v_key_permuted=False):
     return torch.empty_like(q, dtype=_OUTPUT_DTYPE)
 
 
 @fmha_fwd_lse.register_fake
-def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout):
+def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout, v_key_permuted=False):
     return torch.empty_like(q, dtype=_OUTPUT_DTYPE), q.new_empty(_lse_shape(q, layout), dtype=torch.float32)
 
 

@@ -170,7 +170,8 @@ def test_quantize_opcheck_and_compile(seed):
 @pytest.mark.parametrize("d", [64, 128])
 def test_cpp_handle_gives_the_same_bits(d, seed):
     """fmha::device::FmhaFwdQuantized (one C++ call: V quantized straight into V^T) against fp8attn.attention
-    (torch operators: quantize, then fmha_fwd with its own V transpose): the same quantized values and kernel."""
+    (torch operators: quantize, V straight into the key-permuted V^T as well, then fmha_fwd): the same values
+    and kernel."""
     from fp8attn.modes import attention_fused
 
     q, k, v = bf16_inputs(2, 777, 777, 8, 2, d, seed)

@@ -65,6 +65,22 @@ def test_same_bits_as_the_python_api(case, seed):
                       what="torch.ops.fp8attn.fmha_fwd: ")
 
 
+def test_v_key_permuted_same_bits_as_the_python_api(seed):
+    # The operators' v_key_permuted (what fp8attn.attention passes with V quantized into the key-permuted V^T):
+    # the same call as fp8attn.fmha_fwd on that V^T, the same bits, no transpose of its own.
+    inp, args = operands("e4m3", True, "bshd", seed)
+    vt = fp8attn.transpose_v(inp.v, key_permuted=True)
+    o = torch.ops.fp8attn.fmha_fwd(inp.q, inp.k, vt, *args[3:], True)
+    o2, lse = torch.ops.fp8attn.fmha_fwd_lse(inp.q, inp.k, vt, *args[3:], v_key_permuted=True)
+    ref_o, ref_lse = fp8attn.fmha_fwd(inp.q, inp.k, vt, causal=True, return_lse=True, v_key_permuted=True,
+                                      **inp.kwargs())
+    torch.cuda.synchronize()
+    assert torch.equal(o2, ref_o) and torch.equal(lse, ref_lse) and torch.equal(o, ref_o)
+    # Passed as a plain V, the same V^T is another tensor (the keys in the kperm order): the flag is what makes it
+    # right, so without it the output must differ (a check that the flag reaches the library).
+    assert not torch.equal(torch.ops.fp8attn.fmha_fwd(inp.q, inp.k, vt, *args[3:]), ref_o)
+
+
 def test_compile_fullgraph(seed):
     inp, args = operands("e4m3", True, "bshd", seed)
 
