@@ -264,13 +264,18 @@ def gluon_int8_inf_selects(head_dim, block_m, block_n, causal, int8, lsum=False)
 
 
 def int8_loop_switches(c) -> bool:
-    """INT8_ROWMAX_LOCAL and RING_UNSIGNED (both kernels take them): on where measured to help, the INT8 D=64
-    instances of the single-warpgroup kernel and the 192-row one (H100, 2026-12-06, two runs each) and the 128- and
-    192-row D=128 ones (H100, 2026-12-06, one JIT sweep: -0.2..+4.2% and -3.5..+2.6%, docs/perf/NOTES.md); off in the
-    128-row D=64 one (its two runs were even at best)."""
-    rows = (GLUON_WG_M, 3 * GLUON_WG_M) if c.head_dim == 64 else (2 * GLUON_WG_M, 3 * GLUON_WG_M)
-    return (c.is_int8_qk and c.block_descale and c.head_dim in (64, 128) and c.block_m in rows
-            and c.block_n == 128 and not c.row_sum_mma and not c.varlen)
+    """INT8_ROWMAX_LOCAL and RING_UNSIGNED (both kernels take them): on where measured to help. D=64: the
+    single-warpgroup and 192-row instances (H100, 2026-12-06, two runs each); off in the 128-row one (its two runs
+    were even at best). D=128 (H100, 2026-12-06, two JIT sweeps in opposite orders, docs/perf/NOTES.md): the 128-row
+    instances (+0.3..+4.2%, 12 of 14 points up) and the 192-row causal one (+0.9..+4.0%, all six points up); off in
+    the 192-row full one (-3.5 / +0.5% at S=2048, +0.2 / -3.9% at S=8192: the runs disagree in sign)."""
+    if not (c.is_int8_qk and c.block_descale and c.block_n == 128 and not c.row_sum_mma and not c.varlen):
+        return False
+    if c.head_dim == 64:
+        return c.block_m in (GLUON_WG_M, 3 * GLUON_WG_M)
+    if c.head_dim == 128:
+        return c.block_m == 2 * GLUON_WG_M or (c.block_m == 3 * GLUON_WG_M and c.causal)
+    return False
 
 
 def gluon_tile_info_handoff(head_dim, block_m, block_n, causal, varlen=False):
