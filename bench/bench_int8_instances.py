@@ -1,11 +1,13 @@
 """Every compiled INT8 Q.K^T attention instance, forced by name, timed on the standard suite's points of its head
 dim (device only; the profiler has no int8 input generator). What the tuning table's i8 rows are decided from.
 
-    PYTHONPATH=build/python python3 bench/bench_int8_instances.py [--configs d64] [--csv out.csv]
+    PYTHONPATH=build/python python3 bench/bench_int8_instances.py [--configs d64] [--end-to-end] [--csv out.csv]
 
-Operands as the int8_qk mode makes them (INT8 Q and K with a descale per 64 tokens, K smoothed, e4m3 V), V
-handed over in the layout each instance reads (the key-permuted V^T for the Gluon ones), so that the column is
-the attention kernel alone. The instances of one point are timed interleaved (bench_vs_cudnn.time_cuda_interleaved:
+Operands as the int8_qk mode makes them (fp8attn.modes.quantize_for: INT8 Q and K with a descale per 64 tokens,
+rotated, K smoothed; e4m3 V), V handed over in the layout each instance reads (the key-permuted V^T for the Gluon
+ones), so that the column is the attention kernel alone. --end-to-end times the quantization inside each call too
+(what int8_qk costs a caller with that instance) and adds the fp8 and int8_qk modes through fp8attn.attention as
+two more rows, interleaved with the rest: issue 7's ratio, int8_qk / fp8, for each instance on one machine. The instances of one point are timed interleaved (bench_vs_cudnn.time_cuda_interleaved:
 drift of the clocks lands on all alike), and each output is checked against the first instance's before its
 time counts. The library's own pick (no name) is the last column.
 """
@@ -23,6 +25,8 @@ import bench_vs_cudnn as bvc  # noqa: E402
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", default="", help="comma-separated substrings of the suite's config names to keep")
+    ap.add_argument("--end-to-end", action="store_true",
+                    help="quantization inside each timed call, and the fp8 / int8_qk modes' own calls beside")
     ap.add_argument("--csv", default="")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=9)
@@ -45,15 +49,20 @@ def main():
         q = torch.randn(cfg.batch, cfg.seqlen, cfg.heads_q, cfg.head_dim, generator=gen, device="cuda")
         k, v = (torch.randn(cfg.batch, cfg.seqlen, cfg.heads_kv, cfg.head_dim, generator=gen, device="cuda")
                 for _ in range(2))
-        q8, qd = fp8attn.quantize(q.bfloat16(), dtype="int8", granularity="block")
-        k8, kd = fp8attn.quantize(k.bfloat16(), dtype="int8", granularity="block", smooth=True)
-        v_plain, vd = fp8attn.quantize(v.bfloat16())
-        v_kperm, _ = fp8attn.quantize(v.bfloat16(), layout="vt_kperm")
+        q, k, v = q.bfloat16(), k.bfloat16(), v.bfloat16()
+        operands = {layout: fp8attn.modes.quantize_for("int8_qk", q, k, v, v_layout=layout)
+                    for layout in ("bshd", "vt_kperm")}
 
         def call(name):
             kperm = name is None or "_vkperm" in name  # the library pick gets V^T too: the kernel alone
-            return lambda: fp8attn.fmha_fwd(q8, k8, v_kperm if kperm else v_plain, q_descale=qd, k_descale=kd,
-                                            v_descale=vd, causal=cfg.causal, kernel_name=name, v_key_permuted=kperm)
+            layout = "vt_kperm" if kperm else "bshd"
+
+            def run(q8, k8, v8, qd, kd, vd):
+                return fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, causal=cfg.causal,
+                                        kernel_name=name, v_key_permuted=kperm)
+            if args.end_to_end:
+                return lambda: run(*fp8attn.modes.quantize_for("int8_qk", q, k, v, v_layout=layout))
+            return lambda: run(*operands[layout])
 
         first, runnable = None, []
         for name in [*names, None]:
@@ -64,12 +73,18 @@ def main():
                 print(f"# {cfg.name} {name}: output differs from {names[0]}'s by {err:.2e}; not timed", flush=True)
                 continue
             runnable.append(name)
-        ms = bvc.time_cuda_interleaved([call(n) for n in runnable], args)
-        for name, t in zip(runnable, ms):
+        labels = [name or "library pick" for name in runnable]
+        calls = [call(n) for n in runnable]
+        if args.end_to_end:
+            for mode in ("fp8", "int8_qk"):
+                labels.append(f"{mode} mode (fp8attn.attention)")
+                calls.append(lambda mode=mode: fp8attn.attention(q, k, v, mode=mode, causal=cfg.causal))
+        ms = bvc.time_cuda_interleaved(calls, args)
+        for label, t in zip(labels, ms):
             tf = cfg.flops / (t * 1e-3) / 1e12
-            rows.append(dict(config=cfg.name, kernel=name or "library pick", ms=t, tflops=tf))
-            print(f"{cfg.name:<22} {tf:8.1f}  {name or 'library pick'}", flush=True)
-        del q, k, v, q8, k8, v_plain, v_kperm
+            rows.append(dict(config=cfg.name, kernel=label, ms=t, tflops=tf, end_to_end=int(args.end_to_end)))
+            print(f"{cfg.name:<22} {tf:8.1f}  {label}", flush=True)
+        del q, k, v, operands
         torch.cuda.empty_cache()
     if args.csv and rows:
         bvc.write_rows(args.csv, rows)
