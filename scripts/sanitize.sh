@@ -60,26 +60,13 @@ TWO_CONTEXTS=$BUILD/tests/gpu/test_two_contexts
 # The two in use: each file states the mechanism and the evidence above its records. Both are matched on the
 # kernel and its source lines; the kernel's line numbers are part of the match, so moving the lines they name in
 # kernels/fmha_fwd/fmha_fwd_triton.py means re-checking (a report that no longer matches fails the run). The paged
-# decode's record names its kernel's def and its gl.warp_specialize call: those two lines are looked up here in
-# the source and written into the record (racecheck_warp_specialize_state.xml.in -> $OUT), since edits above the
-# kernel move them.
-render_race_suppressions() {
-  local src=kernels/paged/paged_decode_gluon.py def_line ws_line
-  def_line=$(grep -n "^def paged_decode_gluon_kernel(" "$src" | cut -d: -f1)
-  ws_line=$(awk -v d="${def_line:-0}" 'NR > d && /gl\.warp_specialize\(/ { print NR; exit }' "$src")
-  if [[ -z "$def_line" || -z "$ws_line" ]]; then
-    echo "sanitize: $src: no 'def paged_decode_gluon_kernel(' or no gl.warp_specialize( after it (def '$def_line'," \
-         "call '$ws_line'): the racecheck record cannot name its lines" >&2
-    exit 1
-  fi
-  sed -e "s/@PAGED_DECODE_KERNEL_DEF@/$def_line/g" -e "s/@PAGED_DECODE_WARP_SPECIALIZE@/$ws_line/g" \
-    scripts/sanitize/racecheck_warp_specialize_state.xml.in > "$OUT/racecheck_warp_specialize_state.xml"
-}
-render_race_suppressions
+# decode's record names its kernel's def and its gl.warp_specialize call: scripts/sanitize/render_race_records.sh
+# looks those two lines up in the source and writes the record into $OUT, since edits above the kernel move them.
+race_records=$(scripts/sanitize/render_race_records.sh "$OUT") || exit 1
 # shellcheck disable=SC2034  # read through ${!suppress_var} below
 SUPPRESS_memcheck=()
 # shellcheck disable=SC2034
-SUPPRESS_racecheck=(--suppressions="$OUT/racecheck_warp_specialize_state.xml")
+SUPPRESS_racecheck=(--suppressions="$race_records")
 # shellcheck disable=SC2034
 SUPPRESS_initcheck=(--suppressions=scripts/sanitize/initcheck_tma_descriptor_copy.xml)
 # shellcheck disable=SC2034
