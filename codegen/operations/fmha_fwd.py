@@ -267,7 +267,7 @@ def int8_loop_switches(c) -> bool:
     """INT8_ROWMAX_LOCAL and RING_UNSIGNED (both kernels take them): on where measured to help. D=64: the
     single-warpgroup and 192-row instances (H100, 2026-12-06, two runs each); off in the 128-row one (its two runs
     were even at best). D=128 (H100, 2026-12-06, two JIT sweeps in opposite orders, docs/perf/NOTES.md): the 128-row
-    instances (+0.3..+4.2%, 12 of 14 points up) and the 192-row causal one (+0.9..+4.0%, all six points up); off in
+    instances (-0.2..+4.2%, 12 of 14 points up) and the 192-row causal one (+0.9..+4.0%, all six points up); off in
     the 192-row full one (-3.5 / +0.5% at S=2048, +0.2 / -3.9% at S=8192: the runs disagree in sign)."""
     if not (c.is_int8_qk and c.block_descale and c.block_n == 128 and not c.row_sum_mma and not c.varlen):
         return False

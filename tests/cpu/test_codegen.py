@@ -378,6 +378,25 @@ class Manifest(unittest.TestCase):
         dropped = [name_of(c) for c in gluon if not compile_spec(c)[2]["INT8_INF_SELECTS"]]
         self.assertEqual(dropped, ["fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_128x128x64_w4_s2_strided_full_vkperm_bdesc_gluon"])
 
+    def test_int8_loop_switches_on_only_where_measured(self):
+        """INT8_ROWMAX_LOCAL and RING_UNSIGNED (int8_loop_switches): on in the instances two sweeps each measured
+        faster (D=64 single-warpgroup and 192-row, whose manifest has no causal one; D=128 128-row and 192-row causal), off in every other Gluon
+        attention instance of the full manifest, and the two switches always together."""
+        from operations.fmha_fwd import compile_spec
+        gluon = [c for c in manifest.instances("", True) if isinstance(c, FmhaConfig) and c.family == "gluon"]
+        on = []
+        for c in gluon:
+            constexprs = compile_spec(c)[2]
+            self.assertEqual(constexprs.get("INT8_ROWMAX_LOCAL", False), constexprs.get("RING_UNSIGNED", False),
+                             name_of(c))
+            if constexprs.get("INT8_ROWMAX_LOCAL", False):
+                on.append(name_of(c).removeprefix("fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_"))
+        self.assertEqual(sorted(on), sorted([
+            "64x128x64_w4_s2_strided_full_vkperm_bdesc_gluon", "64x128x64_w4_s2_strided_causal_vkperm_bdesc_gluon",
+            "192x128x64_w4_s2_strided_full_vkperm_bdesc_gluon",
+            "128x128x128_w4_s2_strided_full_vkperm_bdesc_gluon", "128x128x128_w4_s2_strided_causal_vkperm_bdesc_gluon",
+            "192x128x128_w4_s2_strided_causal_vkperm_bdesc_gluon"]))
+
     def test_gluon_consumer_counts_and_key_tiles(self):
         """The Gluon attention's block shapes: 192-row blocks (three consumers) at 128-key tiles; 256-row blocks (four
         consumers, an experiment of bench/sweep_gluon.py) and 64-key tiles only for INT8 Q.K^T at D=64, where S, P, O

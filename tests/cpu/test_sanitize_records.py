@@ -41,9 +41,9 @@ class RenderedRecords(unittest.TestCase):
                 for n in dests:
                     self.assertTrue(n == src or lines[n - 1].strip().startswith("gl.warp_specialize("),
                                     lines[n - 1])
-                forms.add(tuple(lines[n - 1].strip()[:6] for n in dests))
+                forms.add(tuple("def" if n == src else "call" for n in dests))
             # One record for each form of the report: both writes, the def's alone, the call's alone.
-            self.assertEqual(len(forms), 3, forms)
+            self.assertEqual(forms, {("def", "call"), ("def",), ("call",)})
 
     def test_refuses_a_source_without_the_kernel(self):
         with tempfile.TemporaryDirectory() as d:
@@ -55,14 +55,24 @@ class RenderedRecords(unittest.TestCase):
             self.assertIn(src, r.stderr)
             self.assertFalse(os.path.exists(os.path.join(d, "out", "racecheck_warp_specialize_state.xml")))
 
-    def test_refuses_a_kernel_without_warp_specialize_after_its_def(self):
+    def test_refuses_a_kernel_whose_body_has_no_warp_specialize(self):
+        # Calls before the def, in a comment of the body and in the next function do not count.
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(d, "no_ws.py")
             with open(src, "w") as f:
-                f.write(f"def {FUNC}(\n    x):\n    return x\n")
+                f.write("def before():\n    gl.warp_specialize([])\n\n\n"
+                        f"def {FUNC}(\n    x):\n    # see gl.warp_specialize( in the library\n    return x\n\n\n"
+                        "@gluon.jit\ndef after():\n    gl.warp_specialize([])\n")
             r = render(os.path.join(d, "out"), src)
             self.assertEqual(r.returncode, 1)
             self.assertIn("gl.warp_specialize", r.stderr)
+
+    def test_refuses_a_missing_source(self):
+        with tempfile.TemporaryDirectory() as d:
+            missing = os.path.join(d, "missing.py")
+            r = render(os.path.join(d, "out"), missing)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(missing, r.stderr)
 
 
 if __name__ == "__main__":
