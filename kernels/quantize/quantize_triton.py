@@ -134,16 +134,10 @@ def _fwht(v, WIDTH: tl.constexpr):
     """v H_WIDTH (Sylvester's order, unnormalized) for v [WIDTH], WIDTH a power of two up to 512: the fast
     Walsh-Hadamard transform, log2(WIDTH) butterfly stages, WIDTH * log2(WIDTH) additions where the dense product
     spends WIDTH^2 multiply-adds and Sylvester's entries."""
-    tl.static_assert(WIDTH <= 512, "_fwht: up to 512 points (one _butterfly call a stage below)")
-    x = _butterfly(v, WIDTH, 1)
-    x = _butterfly(x, WIDTH, 2)
-    x = _butterfly(x, WIDTH, 4)
-    x = _butterfly(x, WIDTH, 8)
-    x = _butterfly(x, WIDTH, 16)
-    x = _butterfly(x, WIDTH, 32)
-    x = _butterfly(x, WIDTH, 64)
-    x = _butterfly(x, WIDTH, 128)
-    x = _butterfly(x, WIDTH, 256)
+    tl.static_assert(WIDTH <= 512, "_fwht: up to 512 points (nine stages below)")
+    x = v
+    for stage in tl.static_range(9):  # unrolled; the stages at or past WIDTH do nothing
+        x = _butterfly(x, WIDTH, 1 << stage)
     return x
 
 
