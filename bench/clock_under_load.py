@@ -8,9 +8,10 @@ provider's TFLOP/s over the same window:
 
     PYTHONPATH=build/python python3 bench/clock_under_load.py [--seconds 3] [--csv out.csv] [--points A,B]
 
-Providers: fp8attn FP8 (V^T given, key-permuted: the attention kernel alone), fp8attn BF16, PyTorch SDPA BF16 (the
-cuDNN backend when torch picks it; at a GQA point, enable_gqa, torch may pick another), and cuDNN FP8 through JAX
-(bench_vs_cudnn.py's worker in its own process, timed there; the clock and power are the medians of the samples
+Providers: fp8attn FP8 (V^T given, key-permuted: the attention kernel alone), the fp8 and int8_qk modes' attention
+kernels alone on each mode's own operands (mode-fp8, mode-int8_qk: issue 7's pair), fp8attn BF16, PyTorch SDPA BF16
+(the cuDNN backend when torch picks it; at a GQA point, enable_gqa, torch may pick another), and cuDNN FP8 through
+JAX (bench_vs_cudnn.py's worker in its own process, timed there; the clock and power are the medians of the samples
 taken while the card drew at least half its power limit, which leaves out JAX's start-up and compilation), at the
 standard suite's points named by --points (default D=128 S=8192, B=4, H=32, full and causal). Whether cuDNN FP8 also
 runs at the power limit says what a faster FP8 kernel must save: energy per tile, not only cycles.
@@ -91,9 +92,21 @@ def providers(cfg):
     one = torch.ones(1, device="cuda")
     qb, kb, vb = (x.to(torch.bfloat16) for x in (q, k, v))
     qt, kt, vtb = (x.transpose(1, 2) for x in (qb, kb, vb))
+    # Each accuracy mode's attention kernel alone on that mode's own operands (fp8attn.modes.quantize_for: scaled
+    # to the type's range, rotated, smoothed; V^T key-permuted), quantized once: whether int8_qk's kernel and the
+    # fp8 mode's run at the same clock and power (issue 7), i.e. whether their time ratio is one of cycles or of
+    # energy per tile. The plain fp8attn-fp8 row's operands are the Gaussians cast to e4m3 (values near 1).
+    mode_ops = {mode: fp8attn.modes.quantize_for(mode, qb, kb, vb, v_layout="vt_kperm") for mode in ("fp8", "int8_qk")}
+
+    def mode_call(mode):
+        q_, k_, v_, qd, kd, vd = mode_ops[mode]
+        return lambda: fp8attn.fmha_fwd(q_, k_, v_, q_descale=qd, k_descale=kd, v_descale=vd, causal=causal,
+                                        v_key_permuted=True)
     return {
         "fp8attn-fp8": lambda: fp8attn.fmha_fwd(q8, k8, vt, q_descale=one, k_descale=one, v_descale=one,
                                                 causal=causal, v_key_permuted=True),
+        "mode-fp8": mode_call("fp8"),
+        "mode-int8_qk": mode_call("int8_qk"),
         "fp8attn-bf16": lambda: fp8attn.fmha_fwd(qb, kb, vb, causal=causal),
         "sdpa-bf16": lambda: F.scaled_dot_product_attention(qt, kt, vtb, is_causal=causal, enable_gqa=hkv != h),
     }
@@ -175,6 +188,9 @@ def main():
     ap.add_argument("--no-cudnn-fp8", action="store_true", help="leave out cuDNN FP8 (JAX)")
     ap.add_argument("--points", default="d128_s8192_full,d128_s8192_causal",
                     help="comma-separated names of the standard suite's points (bench_vs_cudnn.py --list-configs)")
+    ap.add_argument("--providers", default="",
+                    help="comma-separated provider names to keep (fp8attn-fp8, mode-fp8, mode-int8_qk, fp8attn-bf16, "
+                         "sdpa-bf16); all by default")
     ap.add_argument("--window", action="store_true",
                     help="also issue 9's window pair (window_pair): fp8attn FP8 only, ms per call beside the clock")
     args = ap.parse_args()
@@ -212,7 +228,10 @@ def main():
         except Exception as e:  # e.g. out of memory: the point's row says so, the next point runs
             add(dict(point=cfg.name, provider="inputs", failure=f"{type(e).__name__}: {str(e)[:200]}"))
             continue
+        keep = [n for n in args.providers.split(",") if n]
         for name, fn in fns.items():
+            if keep and name not in keep:
+                continue
             add(sustained_row(cfg.name, name, fn, cfg.flops, args.seconds))
             time.sleep(2)  # let the card cool a little between providers, as the benchmark does not
     return 0
