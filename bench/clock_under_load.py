@@ -200,6 +200,7 @@ def main():
     if unknown:
         print(f"--points: {unknown[0]} is not a point of the standard suite ({', '.join(suite)})", file=sys.stderr)
         return 2
+    keep = [n for n in args.providers.split(",") if n]
     rows = []
 
     def add(row):
@@ -228,7 +229,6 @@ def main():
         except Exception as e:  # e.g. out of memory: the point's row says so, the next point runs
             add(dict(point=cfg.name, provider="inputs", failure=f"{type(e).__name__}: {str(e)[:200]}"))
             continue
-        keep = [n for n in args.providers.split(",") if n]
         for name, fn in fns.items():
             if keep and name not in keep:
                 continue
