@@ -216,8 +216,8 @@ def fmha_fwd_gluon_kernel(
     # from the raw scores and scales in the exponential's FFMA alone (gluon_softmax _softmax_tile_int8; the same bits
     # as the per-block path on such descales). The host runs these instances only when Arguments says the descales
     # pair (src/fmha/fmha_heuristic.cpp).
-    gl.static_assert(not K_DESCALE_PAIRED or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128),
-                     "K_DESCALE_PAIRED: INT8 Q.K^T with per-block descales, 128-key tiles")
+    gl.static_assert(not K_DESCALE_PAIRED or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128 and WINDOW_ALIGN % 128 == 0),
+                     "K_DESCALE_PAIRED: INT8 Q.K^T with per-block descales, 128-key tiles starting on a pair")
     # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
     gl.static_assert(not VARLEN or HEAD_DIM <= 128, "varlen: up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")

@@ -60,13 +60,19 @@ def _pair_apply_dims():
 
 _PAIR_APPLY_DIMS = _pair_apply_dims()
 
+# int8_qk's K per 128 tokens (block_pair) where compiled; False restores K per 64 tokens, the recipe measured before
+# 2026-12-06 (bench/real_model_perplexity.py's "int8_qk_k64" sets it to compare the two in one run). Read at each
+# call (a constant to torch.compile's tracing). attention_fused (C++) always pairs where it can.
+INT8_QK_K_PAIRS = True
+
 
 def k_descale_paired(mode, k):
     """Whether `mode` quantizes this K with one descale per 128 tokens, written in pairs of the per-block layout
     (granularity "block_pair"): int8_qk on BF16 K at a head dim the build has the 128-token apply for. Such K
     descales go to fmha_fwd with k_descale_paired=True, which runs the "kpair" instances (one k descale a 128-key
     tile: +2.7% to +5% at D=128 S=8192 on the H200, 2026-12-06)."""
-    return mode == "int8_qk" and k.dtype == torch.bfloat16 and k.shape[-1] in _PAIR_APPLY_DIMS
+    return (INT8_QK_K_PAIRS and mode == "int8_qk" and k.dtype == torch.bfloat16
+            and k.shape[-1] in _PAIR_APPLY_DIMS)
 
 
 def _q(x, dtype="e4m3", granularity="tensor", heads_kv=0, smooth=False, rotate=False, seed=0, layout="bshd"):

@@ -501,6 +501,9 @@ int main() {
       tensor_paired.k_descale_paired = true;
       expect_error(tensor_paired, StatusCode::kErrorInvalidProblem, "k_descale_paired=true",
                    "paired flag with per-tensor k descales", {&int8_kpair});
+      auto one_block_paired = tensor_paired;  // 64 keys: a [batch, heads, 1] descale has stride_block 0
+      one_block_paired.problem.seqlen_k = fp8attn::fmha::kDescaleBlockTokens;
+      expect_ok(one_block_paired, "paired flag over one key block", {&int8_kpair});
       auto fp8_paired = valid_fp8();
       fp8_paired.k_descale_paired = true;
       expect_error(fp8_paired, StatusCode::kErrorInvalidProblem, "k_descale_paired=true", "paired flag on e4m3");
