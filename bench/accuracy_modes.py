@@ -233,8 +233,9 @@ def run_speed(configs, args):
         for column, mode in KERNEL_COLUMNS.items():
             try:
                 q8, k8, v8, qd, kd, vd = fp8attn.modes.quantize_for(mode, q, k, v)
+                paired = fp8attn.modes.k_descale_paired(mode, k)
                 ms = bvc.time_cuda(lambda: fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd,
-                                                            causal=cfg.causal), args)
+                                                            causal=cfg.causal, k_descale_paired=paired), args)
                 rec[column] = cfg.flops / (ms * 1e-3) / 1e12
             except Exception as e:  # noqa: BLE001
                 rec[column] = None

@@ -3,7 +3,8 @@ dim (device only; the profiler has no int8 input generator). What the tuning tab
 
     PYTHONPATH=build/python python3 bench/bench_int8_instances.py [--configs d64] [--end-to-end] [--csv out.csv]
 
-Operands as the int8_qk mode makes them (fp8attn.modes.quantize_for: INT8 Q and K with a descale per 64 tokens,
+Operands as the int8_qk mode makes them (fp8attn.modes.quantize_for: INT8 Q with a descale per 64 tokens, K per 64
+or (block_pair, where compiled) per 128 tokens,
 rotated, K smoothed; e4m3 V), V handed over in the layout each instance reads (the key-permuted V^T for the Gluon
 ones), so that the column is the attention kernel alone. --end-to-end times the quantization inside each call too
 (what int8_qk costs a caller with that instance; the TFLOP/s then count the quantization's time too) and adds the
@@ -61,8 +62,11 @@ def main():
             layout = "vt_kperm" if kperm else "bshd"
 
             def run(q8, k8, v8, qd, kd, vd):
+                # The mode's K descales pair where it quantizes K per 128 tokens: every instance reads them (the
+                # kpair ones once a tile), and the library's pick is then a kpair twin.
                 return fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, causal=cfg.causal,
-                                        kernel_name=name, v_key_permuted=kperm)
+                                        kernel_name=name, v_key_permuted=kperm,
+                                        k_descale_paired=fp8attn.modes.k_descale_paired("int8_qk", k))
             if args.end_to_end:
                 return lambda: run(*fp8attn.modes.quantize_for("int8_qk", q, k, v, v_layout=layout))
             return lambda: run(*operands[layout])

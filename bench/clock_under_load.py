@@ -101,7 +101,7 @@ def providers(cfg):
     def mode_call(mode):
         q_, k_, v_, qd, kd, vd = mode_ops[mode]
         return lambda: fp8attn.fmha_fwd(q_, k_, v_, q_descale=qd, k_descale=kd, v_descale=vd, causal=causal,
-                                        v_key_permuted=True)
+                                        v_key_permuted=True, k_descale_paired=fp8attn.modes.k_descale_paired(mode, kb))
     return {
         "fp8attn-fp8": lambda: fp8attn.fmha_fwd(q8, k8, vt, q_descale=one, k_descale=one, v_descale=one,
                                                 causal=causal, v_key_permuted=True),

@@ -135,8 +135,10 @@ def _mode_kernel(mode, b=16, s=2048, h=64, d=64, causal=False):
 
     import fp8attn.modes
 
-    q8, k8, v8, qd, kd, vd = fp8attn.modes.quantize_for(mode, *_bf16_qkv(b, s, h, d))
-    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=causal)
+    q, k, v = _bf16_qkv(b, s, h, d)
+    q8, k8, v8, qd, kd, vd = fp8attn.modes.quantize_for(mode, q, k, v)
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=causal,
+              k_descale_paired=fp8attn.modes.k_descale_paired(mode, k))
     print("kernel:", fp8attn.select_kernel(q8, k8, v8, **kw))
     for _ in range(LAUNCHES):
         fp8attn.fmha_fwd(q8, k8, v8, **kw)

@@ -66,13 +66,16 @@ def perplexity(model, tokens, window, max_windows):
 
 
 def use(model, mode):
-    """mode: "sdpa" or an fp8attn mode of the integration (fp8attn.integrations.transformers.MODES)."""
+    """mode: "sdpa" or an fp8attn mode of the integration (fp8attn.integrations.transformers.MODES); "int8_qk_k64":
+    int8_qk with K per 64 tokens (fp8attn.modes.INT8_QK_K_PAIRS off), the recipe before K per 128."""
     if mode == "sdpa":
         model.set_attn_implementation("sdpa")
         return
     import fp8attn.integrations.transformers as fp8attn_hf
+    import fp8attn.modes
 
-    name = fp8attn_hf.register(mode=mode)
+    fp8attn.modes.INT8_QK_K_PAIRS = mode != "int8_qk_k64"
+    name = fp8attn_hf.register(mode="int8_qk" if mode == "int8_qk_k64" else mode)
     fp8attn_hf.reset_fallback_counts()
     model.set_attn_implementation(name)
 
@@ -109,7 +112,8 @@ def generate(model, tokenizer, prompts, max_new_tokens, device, batched):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gguf", required=True, help="path of SmolLM2-135M-Instruct.Q4_1.gguf")
-    ap.add_argument("--modes", default="sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate,int8_qk")
+    ap.add_argument("--modes", default="sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate,int8_qk",
+                    help="sdpa, fp8attn's modes, or int8_qk_k64 (int8_qk with K per 64 tokens instead of 128)")
     ap.add_argument("--windows", default="2048,8192")
     ap.add_argument("--max-windows", type=int, default=0, help="per window size; 0: the whole corpus")
     ap.add_argument("--max-tokens", type=int, default=0, help="use only the corpus's first N tokens")

@@ -29,6 +29,7 @@ head dim) are declared by the operation (`requires`) and added to any selection 
 """
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))  # the kernels' numerics (common/)
@@ -207,6 +208,12 @@ def _default_instances():
     # the 192-row instance's 573 / 574 (the H100 agrees). After the others: the tuning table picks it (D=64 INT8 full
     # to S=2048, causal to S=8192).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_m=64, block_n=128) for causal in (False, True)]
+    # Their "kpair" twins (one k descale a 128-key tile, for k descales in equal pairs: the int8_qk mode's K; the
+    # same bits): the 192-row D=128 instance +2.7% full, +4.6% causal, +5.0% GQA 64/8 at S=8192 on the H200
+    # (2026-12-06, bench/sweep_gluon.py --int8, two runs each in the order base, paired, paired, base). The host
+    # swaps an instance for its twin when Arguments::k_descale_paired is set (src/fmha/fmha_heuristic.cpp).
+    rows += [replace(r, k_descale_paired=True) for r in list(rows)
+             if isinstance(r, FmhaConfig) and r.family == "gluon" and r.is_int8_qk and r.block_n == 128]
     # INT8 Q.K^T on the Triton kernel (issue 7's best accuracy mode: SmolLM2-135M +0.17% / +0.26% perplexity on
     # the H200), D=64 (that model) and 128 (a caller's sequence-contiguous V^T, which the Gluon one cannot read).
     rows += [_int8_qk(d, causal) for causal in (False, True) for d in (64, 128)]
@@ -227,6 +234,10 @@ def _default_instances():
              for out in ("e4m3", "i8") for d in (64, 128)]
     rows += [QuantizeConfig("apply", "bf16", out, DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4)
              for out in ("e4m3", "i8") for d in HEAD_DIMS]
+    # INT8 K in 128-token blocks (granularity "block_pair": each block's descale in its two 64-token entries, what the
+    # kpair attention instances read once a tile), head dims 64 and 128; 8 warps at 128 keep the [128, 128] float32
+    # tile at 64 registers a thread.
+    rows += [QuantizeConfig("apply", "bf16", "i8", 2 * DESCALE_BLOCK_TOKENS, d, 8 if d == 128 else 4) for d in (64, 128)]
     # V^T in the vkperm attention instances' key order, written by the quantization itself (no transpose).
     rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4, key_permuted=True)
              for d in HEAD_DIMS]

@@ -1,6 +1,6 @@
 """Operation fmha_fwd: attention forward. Configuration, procedural name, kernel parameters, C++ record.
 
-    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_vkperm][_bdesc][_lsum][_softcap][_varlen][_<family>]
+    fp8attn_sm90_fmha_fwd_<qk>_<v>_<acc>_<out>_<BM>x<BN>x<D>_w<warps>_s<stages>_<layout>_<mask>[_ws][_evenn][_vnat][_vkperm][_bdesc][_kpair][_lsum][_softcap][_varlen][_<family>]
 
     layout  "strided": any (batch, seq, head) strides with head_dim contiguous (BSHD and BHSD alike)
     mask    "causal" or "full"
@@ -13,6 +13,10 @@
             P.V MMA without a register shuffle; cannot read a caller's sequence-contiguous V directly
     bdesc   per-block q and k descales (one per 64 tokens, the quantize operation's blocks) applied in the tile;
             every "i8" (INT8 Q.K^T, e4m3 V) instance has them
+    kpair   gluon i8 with 128-key tiles: the k descales come in equal pairs (one scale per 128 keys, as the int8_qk
+            mode's quantization writes K), so a tile reads one and its softmax keeps no per-block statistics
+            (the same output bits on such descales; +2.7-5% at D=128 S=8192 on the H200, 2026-12-06). Run only
+            when Arguments::k_descale_paired says the pairs are equal
     lsum    gluon only: each tile's row sums of P taken from the tensor cores as P (rounded to e4m3, what P.V
             multiplies) times a ones operand (the kernel's SUM_ON_TC), instead of float32 sums of the unrounded P:
             O's normalization then matches the P that P.V used (e4m3 rounding loses 2e-4 to 8e-4 of the mass on
@@ -61,6 +65,7 @@ class FmhaConfig:
     softcap: bool = False
     varlen: bool = False
     row_sum_mma: bool = False  # "lsum"
+    k_descale_paired: bool = False  # "kpair"
 
     operation = NAME
 
@@ -94,7 +99,7 @@ class FmhaConfig:
 _RE = re.compile(
     rf"fp8attn_{ARCH}_fmha_fwd_(?P<qk>[a-z0-9]+)_(?P<v>[a-z0-9]+)_(?P<acc>[a-z0-9]+)_(?P<out>[a-z0-9]+)_"
     r"(?P<bm>\d+)x(?P<bn>\d+)x(?P<d>\d+)_w(?P<w>\d+)_s(?P<s>\d+)_(?P<layout>strided)_(?P<mask>causal|full)"
-    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?P<lsum>_lsum)?(?P<softcap>_softcap)?(?P<varlen>_varlen)?"
+    r"(?P<ws>_ws)?(?P<evenn>_evenn)?(?P<vnat>_vnat)?(?P<vkperm>_vkperm)?(?P<bdesc>_bdesc)?(?P<kpair>_kpair)?(?P<lsum>_lsum)?(?P<softcap>_softcap)?(?P<varlen>_varlen)?"
     r"(?:_(?P<family>gluon))?")
 
 
@@ -112,6 +117,8 @@ def name_of(c: FmhaConfig) -> str:
         name += "_vkperm"
     if c.block_descale:
         name += "_bdesc"
+    if c.k_descale_paired:
+        name += "_kpair"
     if c.row_sum_mma:
         name += "_lsum"
     if c.softcap:
@@ -134,7 +141,7 @@ def parse(name: str):
     return FmhaConfig(m["qk"], m["v"], m["acc"], m["out"], int(m["bm"]), int(m["bn"]), int(m["d"]),
                       int(m["w"]), int(m["s"]), m["mask"] == "causal", bool(m["ws"]), bool(m["evenn"]),
                       m["layout"], m["family"] or "triton", bool(m["vnat"]), bool(m["vkperm"]), bool(m["bdesc"]),
-                      bool(m["softcap"]), bool(m["varlen"]), bool(m["lsum"]))
+                      bool(m["softcap"]), bool(m["varlen"]), bool(m["lsum"]), bool(m["kpair"]))
 
 
 # ---- Kernel parameters (the one list: signature, PTX check and C++ packing all come from it) --------------
@@ -397,7 +404,8 @@ def _gluon_solo_compile_spec(c: FmhaConfig):
                   # As _gluon_compile_spec's (RING_UNSIGNED: 13 instructions a tile fewer here); on: H100,
                   # 2026-12-06 (bench/sweep_gluon.py --int8, two runs in opposite orders) +1.7% full / +2.2% causal at
                   # S=2048, +2.6% / +1.2% at S=8192, the same error against float64.
-                  "INT8_ROWMAX_LOCAL": loop_switches, "RING_UNSIGNED": loop_switches}
+                  "INT8_ROWMAX_LOCAL": loop_switches, "RING_UNSIGNED": loop_switches,
+                  "K_DESCALE_PAIRED": c.k_descale_paired}
     return params, types, constexprs, c.warps, c.stages
 
 
@@ -498,12 +506,17 @@ def _gluon_compile_spec(c: FmhaConfig):
                   # 2026-12-06 (bench/sweep_gluon.py --int8, two runs in opposite orders) +2.7% full S=2048, +4.9%
                   # causal S=2048, +0.1% full S=8192 (where the library runs it), +2.5% causal S=8192; the 128-row
                   # kernel's two runs: -2.6% to +2.5%, mean -0.35%: off there.
-                  "INT8_ROWMAX_LOCAL": loop_switches, "RING_UNSIGNED": loop_switches}
+                  "INT8_ROWMAX_LOCAL": loop_switches, "RING_UNSIGNED": loop_switches,
+                  "K_DESCALE_PAIRED": c.k_descale_paired}
     return params, types, constexprs, c.warps, c.stages
 
 
 def compile_spec(c: FmhaConfig):
     """(params, pointer types, constexprs, num_warps, num_stages) of this instance."""
+    if c.k_descale_paired and not (c.family == "gluon" and c.is_int8_qk and c.block_descale and c.block_n == 128):
+        # One k descale a tile is the Gluon INT8 softmax's (fmha_fwd_gluon.py K_DESCALE_PAIRED); a 64-key tile
+        # reads one already, a 256-key one (SPLIT_S) keeps its four.
+        raise ValueError(f"{name_of(c)}: kpair is a gluon i8 bdesc variant with 128-key tiles")
     if c.family == "gluon":
         return _gluon_compile_spec(c)
     if c.v_key_permuted:
@@ -594,4 +607,4 @@ def cpp_config(c: FmhaConfig):
             f"DataType::{t[c.out_type]}, {c.block_m}, {c.block_n}, {c.head_dim}, {c.warps}, {c.stages}, "
             f"{b(c.causal)}, {b(c.warp_specialized)}, {b(c.even_n)}, {b(c.reads_v_transposed)}, "
             f"{b(c.v_key_permuted)}, {b(c.block_descale)}, {b(c.softcap)}, {b(c.varlen)}, "
-            f"{b(c.k_descale_unit_stride)}, {gluon_programs_per_sm(c)}}}")
+            f"{b(c.k_descale_unit_stride)}, {gluon_programs_per_sm(c)}, {b(c.k_descale_paired)}}}")

@@ -1,6 +1,8 @@
 """Operation quantize: BF16/FP16 [b, s, h, d] -> e4m3 or int8 operands of the attention kernels, and descales.
 
     fp8attn_sm90_quantize_apply_<in>_<out>_<BS>x<D>_w<warps>[_kperm][_gluon]   quantize blocks of BS tokens
+                                                                       (BS = 128: granularity block_pair, each
+                                                                       block's descale in its two 64-token entries)
     fp8attn_sm90_quantize_stats_<in>_<BS>x<D>_w<warps>                 per-block column sums / amax
     fp8attn_sm90_quantize_reduce_f32_w<warps>                          partials -> mean / descale
     fp8attn_sm90_quantize_rotation_<in>_w<warps>                       the rotation matrix, once per call
@@ -204,11 +206,17 @@ def compile_spec(c: QuantizeConfig):
     else:
         if c.key_permuted and c.block_s % 32:
             raise ValueError(f"{name_of(c)}: kperm needs whole 32-key blocks")
+        # 128-token blocks: the block_pair granularity (one descale per 128 tokens, written to both 64-token entries:
+        # the kpair attention instances read one per 128-key tile), [b, s, h, d] output only.
+        paired = c.block_s == 2 * DESCALE_BLOCK
+        if c.block_s != DESCALE_BLOCK and not (paired and not c.key_permuted):
+            raise ValueError(f"{name_of(c)}: apply blocks are {DESCALE_BLOCK} tokens, or {2 * DESCALE_BLOCK} for "
+                             "block_pair descales ([b, s, h, d] output, no kperm)")
         types = {"X": _TRITON_TYPE[c.in_dtype], "Out": _TRITON_TYPE[c.out_dtype], "Descale": "*fp32",
                  "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
                       "KEY_PERMUTED": c.key_permuted, "HEADS_FASTEST": False,
-                      "PERSISTENT": apply_programs_per_sm(c) > 0}
+                      "PERSISTENT": apply_programs_per_sm(c) > 0, "PAIRED": paired}
     return params, types, constexprs, c.warps, 1
 
 
@@ -224,7 +232,8 @@ def requires(c: QuantizeConfig):
     up to ROTATION_TABLE_MAX_HEAD_DIM, the rotation matrix in its input type."""
     if c.stage != "apply":
         return []
-    needed = [QuantizeConfig("stats", c.in_dtype, "", c.block_s, c.head_dim, c.warps),
+    # The statistics stages walk 64-token blocks whatever the apply's (src/quant/quantize.cpp: blocks_of).
+    needed = [QuantizeConfig("stats", c.in_dtype, "", DESCALE_BLOCK, c.head_dim, 8 if c.head_dim == 256 else 4),
               QuantizeConfig("reduce", "f32", "", 0, 0, 4)]
     if c.head_dim <= ROTATION_TABLE_MAX_HEAD_DIM:
         needed.append(QuantizeConfig("rotation", c.in_dtype, "", 0, 0, 4))

@@ -180,6 +180,7 @@ def fmha_fwd_gluon_kernel(
     HALF_LAST: gl.constexpr = False, HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
     INT8_INF_SELECTS: gl.constexpr = True, CONSUMER_REGS: gl.constexpr = 0, WINDOW_ALIGN: gl.constexpr = 0,
     INT8_ROWMAX_LOCAL: gl.constexpr = False, RING_UNSIGNED: gl.constexpr = False,
+    K_DESCALE_PAIRED: gl.constexpr = False,
 ):
     gl.static_assert(BLOCK_M == NUM_CONSUMERS * WG_M, "consumer warpgroups of 64 rows")
     if K_DESCALE_UNIT_STRIDE:
@@ -210,6 +211,13 @@ def fmha_fwd_gluon_kernel(
     # library turns them on: codegen's int8_loop_switches.
     gl.static_assert(not INT8_ROWMAX_LOCAL or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128),
                      "INT8_ROWMAX_LOCAL: INT8 Q.K^T with per-block descales, 128-key tiles")
+    # K_DESCALE_PAIRED: the caller's k descales come in equal pairs (entries 2i and 2i + 1 alike: one scale per 128
+    # keys, which the int8_qk mode's quantization writes), so a 128-key tile reads one descale, takes its row maximum
+    # from the raw scores and scales in the exponential's FFMA alone (gluon_softmax _softmax_tile_int8; the same bits
+    # as the per-block path on such descales). The host runs these instances only when Arguments says the descales
+    # pair (src/fmha/fmha_heuristic.cpp).
+    gl.static_assert(not K_DESCALE_PAIRED or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128 and WINDOW_ALIGN % 128 == 0),
+                     "K_DESCALE_PAIRED: INT8 Q.K^T with per-block descales, 128-key tiles starting on a pair")
     # VARLEN: up to head_dim 128 (codegen/operations/fmha_fwd.py says why).
     gl.static_assert(not VARLEN or HEAD_DIM <= 128, "varlen: up to head_dim 128")
     gl.static_assert(gl.num_warps() == 4, "the default partition is one consumer warpgroup")
@@ -324,19 +332,23 @@ def fmha_fwd_gluon_kernel(
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_consumer, (o_smem3, shared, 3, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, 4, 4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, WORKER_REGS, WORKER_REGS, 24])
@@ -345,15 +357,18 @@ def fmha_fwd_gluon_kernel(
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_consumer, (o_smem2, shared, 2, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, 4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, WORKER_REGS, 24])
@@ -362,11 +377,13 @@ def fmha_fwd_gluon_kernel(
             (_consumer, (o_smem0, shared, 0, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_consumer, (o_smem1, shared, 1, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, SUM_ON_TC,
                          QK_INT8, BLOCK_DESCALE, V_NATURAL, PV_PIPELINED, VARLEN, Q_BUFFERS,
                          TILE_INFO_HANDOFF, Q_IN_REGS, HALF_LAST, HALF_FIRST, LAZY_RESCALE,
-                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED)),
+                         INT8_INF_SELECTS, WORKER_REGS, WINDOW_ALIGN, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                         K_DESCALE_PAIRED)),
             (_producer, (producer_args, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, NUM_STAGES, V_NATURAL, VARLEN,
                          TRANSPOSE_V, RAW_STAGES, Q_BUFFERS, TILE_INFO_HANDOFF, WINDOW_ALIGN)),
         ], [4, _producer_warps(TRANSPOSE_V)], [WORKER_REGS, 24])

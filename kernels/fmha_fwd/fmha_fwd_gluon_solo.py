@@ -68,7 +68,7 @@ def _step(qk, acc, l_i, m_i, f_i, it, j, n_tiles, n_start, lo_masked_end, full_e
           o_layout: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
           NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr, QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr,
           INT8_INF_SELECTS: gl.constexpr, INT8_ROWMAX_LOCAL: gl.constexpr = False,
-          RING_UNSIGNED: gl.constexpr = False):
+          RING_UNSIGNED: gl.constexpr = False, K_DESCALE_PAIRED: gl.constexpr = False):
     """Key tile j of the block (ring slot it + j) after its S (qk) is done: K's stage refilled with tile
     j + NUM_STAGES, the softmax, P.V waited for and folded, V's stage refilled. Returns (acc, l_i, m_i, f_i)."""
     slot = _ring_slot(it + j, RING_UNSIGNED)
@@ -85,7 +85,8 @@ def _step(qk, acc, l_i, m_i, f_i, it, j, n_tiles, n_start, lo_masked_end, full_e
     p8, l_i, m_i, f_i, rescale = _softmax_any(qk, l_i, m_i, f_i, n_start + j * BLOCK_N, lo_masked_end, full_end,
                                               offs_m, qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk,
                                               CAUSAL, HEAD_DIM, BLOCK_N, KEY_PERMUTED, False, QK_INT8, BLOCK_DESCALE,
-                                              False, False, False, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL)
+                                              False, False, False, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL,
+                                              K_DESCALE_PAIRED)
     mbarrier.wait(v_ready.index(s), ((slot // NUM_STAGES) & 1).to(gl.int32))
     acc, pv = _pv_issue(p8, v_bufs, s, acc, rescale, BLOCK_N, HEAD_DIM, HEAD_DIM, False, o_layout)
     pv = warpgroup_mma_wait(num_outstanding=0, deps=(pv, ))
@@ -116,7 +117,7 @@ def fmha_fwd_gluon_kernel(
     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, KEY_PERMUTED: gl.constexpr,
     QK_INT8: gl.constexpr, BLOCK_DESCALE: gl.constexpr, INT8_INF_SELECTS: gl.constexpr = True,
     K_DESCALE_UNIT_STRIDE: gl.constexpr = False, INT8_ROWMAX_LOCAL: gl.constexpr = False,
-    RING_UNSIGNED: gl.constexpr = False,
+    RING_UNSIGNED: gl.constexpr = False, K_DESCALE_PAIRED: gl.constexpr = False,
 ):
     if K_DESCALE_UNIT_STRIDE:  # as the library's kernel: the k descales of consecutive key blocks adjacent
         gl.static_assert(QK_INT8 and BLOCK_DESCALE, "the unit k descale stride is an INT8 per-block option")
@@ -124,6 +125,9 @@ def fmha_fwd_gluon_kernel(
     # INT8_ROWMAX_LOCAL, RING_UNSIGNED: fmha_fwd_gluon.py's switches (codegen's int8_loop_switches).
     gl.static_assert(not INT8_ROWMAX_LOCAL or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128),
                      "INT8_ROWMAX_LOCAL: INT8 Q.K^T with per-block descales, 128-key tiles")
+    # K_DESCALE_PAIRED: fmha_fwd_gluon.py's (one k descale a 128-key tile).
+    gl.static_assert(not K_DESCALE_PAIRED or (QK_INT8 and BLOCK_DESCALE and BLOCK_N == 128),
+                     "K_DESCALE_PAIRED: INT8 Q.K^T with per-block descales, 128-key tiles")
     gl.static_assert(BLOCK_M == WG_M, "one warpgroup of 64 query rows a CTA (the sweep's NUM_CONSUMERS=1)")
     gl.static_assert(gl.num_warps() == 4, "one warpgroup")
     gl.static_assert(HEAD_DIM <= 128 and BLOCK_N <= 128, "head_dim and key tiles up to 128")
@@ -200,7 +204,8 @@ def fmha_fwd_gluon_kernel(
                                            offs_m, qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk,
                                            k_desc, vt_desc, k_bufs, v_bufs, k_ready, v_ready, bc, k_row, v_col,
                                            h_kv, o_layout, HEAD_DIM, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED,
-                                           QK_INT8, BLOCK_DESCALE, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL, RING_UNSIGNED)
+                                           QK_INT8, BLOCK_DESCALE, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                                           K_DESCALE_PAIRED)
                 slot = _ring_slot(it + j + 1, RING_UNSIGNED)
                 nxt = (slot % NUM_STAGES).to(gl.int32)
                 mbarrier.wait(k_ready.index(nxt), ((slot // NUM_STAGES) & 1).to(gl.int32))
@@ -210,7 +215,8 @@ def fmha_fwd_gluon_kernel(
                                        full_end, offs_m, qk_scale, lo_off, hi_off, sk, kd_base, k_descale_stride_blk,
                                        k_desc, vt_desc, k_bufs, v_bufs, k_ready, v_ready, bc, k_row, v_col, h_kv,
                                        o_layout, HEAD_DIM, BLOCK_N, CAUSAL, NUM_STAGES, KEY_PERMUTED, QK_INT8,
-                                       BLOCK_DESCALE, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL, RING_UNSIGNED)
+                                       BLOCK_DESCALE, INT8_INF_SELECTS, INT8_ROWMAX_LOCAL, RING_UNSIGNED,
+                                       K_DESCALE_PAIRED)
         it += n_tiles
         count += 1
 

@@ -96,7 +96,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
               HALF_FIRST: gl.constexpr = False, LAZY_RESCALE: gl.constexpr = False,
               INT8_INF_SELECTS: gl.constexpr = True, WORKER_REGS: gl.constexpr = 240,
               WINDOW_ALIGN: gl.constexpr = 0, INT8_ROWMAX_LOCAL: gl.constexpr = False,
-              RING_UNSIGNED: gl.constexpr = False):
+              RING_UNSIGNED: gl.constexpr = False, K_DESCALE_PAIRED: gl.constexpr = False):
     """One warpgroup: query rows [WG * 64, WG * 64 + 64) of each tile's block, every KV tile of the block.
     o_smem: this warpgroup's O buffer; shared: the arguments every consumer gets alike (fmha_fwd_gluon_kernel).
 
@@ -262,7 +262,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                           PV_N, BLOCK_N,
                                                           KEY_PERMUTED, SUM_ON_TC, QK_INT8, BLOCK_DESCALE,
                                                           V_NATURAL, SPLIT_S, LAZY_RESCALE, INT8_INF_SELECTS,
-                                                          INT8_ROWMAX_LOCAL)
+                                                          INT8_ROWMAX_LOCAL, K_DESCALE_PAIRED)
                 if LAZY_RESCALE:
                     acc = _rescale_by_warp(acc, rescale)
                 mbarrier.wait(v_ready.index(s), ((slot // NUM_STAGES) & 1).to(gl.int32))
@@ -306,7 +306,7 @@ def _consumer(o_smem, shared, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M:
                                                       k_descale_stride_blk, CAUSAL,
                                                       PV_N, BLOCK_N, KEY_PERMUTED, SUM_ON_TC, QK_INT8,
                                                       BLOCK_DESCALE, V_NATURAL, SPLIT_S, LAZY_RESCALE,
-                                                      INT8_INF_SELECTS, INT8_ROWMAX_LOCAL)
+                                                      INT8_INF_SELECTS, INT8_ROWMAX_LOCAL, K_DESCALE_PAIRED)
             if LAZY_RESCALE:
                 acc = _rescale_by_warp(acc, rescale)
             mbarrier.wait(v_ready.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)

@@ -31,14 +31,15 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import constexpr_function
 
-from common.numerics import (E4M3_MAX, HASH_INDEX_MUL, HASH_MIX_MUL, HASH_SEED_MUL, INT8_QMAX,
-                             ROTATION_TABLE_MAX_HEAD_DIM)
+from common.numerics import (DESCALE_BLOCK_TOKENS, E4M3_MAX, HASH_INDEX_MUL, HASH_MIX_MUL, HASH_SEED_MUL,
+                             INT8_QMAX, ROTATION_TABLE_MAX_HEAD_DIM)
 
 _E4M3_MAX = tl.constexpr(E4M3_MAX)
 _INT8_MAX = tl.constexpr(INT8_QMAX)
 _SEED_MUL = tl.constexpr(HASH_SEED_MUL)
 _INDEX_MUL = tl.constexpr(HASH_INDEX_MUL)
 _MIX_MUL = tl.constexpr(HASH_MIX_MUL)
+_DESCALE_BLOCK = tl.constexpr(DESCALE_BLOCK_TOKENS)
 # Adding then subtracting 1.5 * 2^23 rounds a float32 of magnitude < 2^22 to the nearest integer, ties to even.
 _ROUND_MAGIC = tl.constexpr(12582912.0)
 # Head dims whose rotation reads the matrix the rotation stage wrote (at 256 it would be 128 KiB of shared memory
@@ -306,11 +307,13 @@ def quantize_reduce_kernel(
 
 
 @triton.jit
-def quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8: tl.constexpr):
-    """One block of y quantized: its descale (per_block: this block's finite amax / QMAX, written to Descale[slot];
-    else read at Descale[bh // group]) and the e4m3 or int8 values. Elementwise work, reductions and scalar loads
-    and stores only, so the Gluon apply (quantize_apply_gluon.py) calls it too on y in its own layout: both applies
-    compute the same bytes with the same operations."""
+def quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8: tl.constexpr, slot2=-1,
+                   PAIRED: tl.constexpr = False):
+    """One block of y quantized: its descale (per_block: this block's finite amax / QMAX, written to Descale[slot],
+    and with PAIRED to Descale[slot2] too where slot2 >= 0; else read at Descale[bh // group]) and the e4m3 or int8
+    values. Elementwise work, reductions and scalar loads and stores only, so the Gluon apply
+    (quantize_apply_gluon.py) calls it too on y in its own layout: both applies compute the same bytes with the
+    same operations."""
     if OUT_INT8:
         qmax = _INT8_MAX
     else:
@@ -319,6 +322,9 @@ def quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8: tl.constexp
         amax = _finite_amax(y)
         descale = tl.where(amax > 0.0, amax / qmax, 1.0)
         tl.store(Descale + slot, descale)
+        if PAIRED:
+            if slot2 >= 0:
+                tl.store(Descale + slot2, descale)
     else:
         descale = tl.load(Descale + bh // group)
     # One reciprocal a block (correctly rounded) and a multiply an element (y / descale was div.full.f32: a
@@ -345,9 +351,17 @@ def quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8: tl.constexp
 
 @triton.jit
 def _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt, stride_ob,
-                    stride_oh, stride_os, HEAD_DIM: tl.constexpr, OUT_INT8: tl.constexpr):
-    """The apply's second half for one block of y: quantize_block, then the store."""
-    q = quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8)
+                    stride_oh, stride_os, HEAD_DIM: tl.constexpr, OUT_INT8: tl.constexpr, blk=0,
+                    PAIRED: tl.constexpr = False):
+    """The apply's second half for one block of y: quantize_block, then the store. PAIRED (128-token blocks, [b, s,
+    h, d] output): the block's descale goes to both of its 64-token entries of Descale [batch, heads,
+    cdiv(seqlen, 64)] (the second only where it exists), the layout the kpair attention instances read."""
+    slot2 = -1
+    if PAIRED:
+        entries = tl.cdiv(seqlen, _DESCALE_BLOCK)
+        slot = bh * entries + 2 * blk
+        slot2 = tl.where(2 * blk + 1 < entries, slot + 1, -1)
+    q = quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8, slot2, PAIRED)
     offs_d = tl.arange(0, HEAD_DIM)
     if vt != 0:
         dst = Out + bh.to(tl.int64) * HEAD_DIM * seqlen_pad
@@ -364,7 +378,7 @@ def quantize_apply_kernel(
     seqlen, heads, num_blocks, seed, rotate, smooth, per_block, group, seqlen_pad, vt, num_items,
     stride_xb, stride_xh, stride_xs, stride_ob, stride_oh, stride_os,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, OUT_INT8: tl.constexpr, KEY_PERMUTED: tl.constexpr,
-    HEADS_FASTEST: tl.constexpr = False, PERSISTENT: tl.constexpr = False,
+    HEADS_FASTEST: tl.constexpr = False, PERSISTENT: tl.constexpr = False, PAIRED: tl.constexpr = False,
 ):
     """per_block != 0: this block's descale (finite amax / QMAX, 1 if 0) is computed and written to
     Descale[b, h, blk]; else Descale[(b * heads + h) // group] is read (per tensor: group = batch * heads).
@@ -391,7 +405,7 @@ def quantize_apply_kernel(
             y = _transform(x, rows, b, h, Mean, Rotation, heads, seed, rotate, smooth, HEAD_DIM, BLOCK_S,
                            inv_sqrt(HEAD_DIM))
             _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt,
-                            stride_ob, stride_oh, stride_os, HEAD_DIM, OUT_INT8)
+                            stride_ob, stride_oh, stride_os, HEAD_DIM, OUT_INT8, blk, PAIRED)
             it = nxt
             slot, blk, bh, b, h = slot_n, blk_n, bh_n, b_n, h_n
             x, rows, offs = x_n, rows_n, offs_n
@@ -401,4 +415,4 @@ def quantize_apply_kernel(
                                           Rotation, heads, seed, rotate, smooth, KEY_PERMUTED, HEAD_DIM, BLOCK_S,
                                           inv_sqrt(HEAD_DIM))
         _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt, stride_ob,
-                        stride_oh, stride_os, HEAD_DIM, OUT_INT8)
+                        stride_oh, stride_os, HEAD_DIM, OUT_INT8, blk, PAIRED)

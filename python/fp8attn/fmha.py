@@ -76,7 +76,7 @@ def _window(window):
 
 
 def _call(fn, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, return_lse, kernel_name, out, layout,
-          v_key_permuted=False, window=None, softcap=0.0, **extra):
+          v_key_permuted=False, window=None, softcap=0.0, k_descale_paired=False, **extra):
     if layout not in _LAYOUTS:
         raise ValueError(f"layout={layout!r}: expected 'bshd' ([batch, seqlen, heads, head_dim]) or 'bhsd'")
     if not isinstance(q, torch.Tensor):
@@ -91,13 +91,14 @@ def _call(fn, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, r
         lse = _allocate((b, h, s), torch.float32, q.device)
     result = fn(q, k, v, out, lse, q_descale, k_descale, v_descale, bool(causal),
                 0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
-                layout == "bhsd", bool(v_key_permuted), *_window(window), float(softcap or 0.0), **extra)
+                layout == "bhsd", bool(v_key_permuted), *_window(window), float(softcap or 0.0),
+                bool(k_descale_paired), **extra)
     return result, out, lse
 
 
 def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
              return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False, window=None,
-             softcap=0.0):
+             softcap=0.0, k_descale_paired=False):
     """Attention forward: O = softmax(Q K^T * softmax_scale) V, FP8 (e4m3) or BF16 inputs, BF16 output.
 
     q: [B, S_q, H_q, D] (layout "bshd") or [B, H_q, S_q, D] ("bhsd"); k, v: the same with S_k and H_kv,
@@ -117,6 +118,10 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     window: (left, right) sliding window, FlashAttention's convention: with c = S_k - S_q, query row i sees keys
     i + c - left <= j <= i + c + right; -1 (or None) leaves a side unlimited. Tiles outside are skipped.
     softcap: logit soft-capping (Gemma 2), scores s become softcap * tanh(s / softcap); 0 is off.
+    k_descale_paired: INT8 with per-block k descales only: their entries 2i and 2i + 1 hold one value (one scale
+    per 128 keys, as quantize(..., granularity="block_pair") writes them); the library then runs instances that
+    read one k descale per 128-key tile (the same result, a cheaper softmax). Not checked: with unequal pairs
+    those instances apply entry 2i to both blocks.
 
     Returns O (BF16, q's layout and shape), or (O, LSE) with return_lse, LSE float32 [B, H_q, S_q] (natural
     log). Launched asynchronously on torch.cuda.current_stream(). Raises ValueError naming the argument when
@@ -125,13 +130,14 @@ def fmha_fwd(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax
     stream, current = _stream_and_device(q) if isinstance(q, torch.Tensor) else (0, True)
     if current:
         _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                            return_lse, kernel_name, out, layout, v_key_permuted, window, softcap, stream=stream,
-                            allocate=_workspace_alloc, release=_workspace_free)
+                            return_lse, kernel_name, out, layout, v_key_permuted, window, softcap,
+                            k_descale_paired, stream=stream, allocate=_workspace_alloc, release=_workspace_free)
     else:
         with torch.cuda.device(q.device):
             _, out, lse = _call(_ext.fmha_fwd, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
                                 return_lse, kernel_name, out, layout, v_key_permuted, window, softcap,
-                                stream=stream, allocate=_workspace_alloc, release=_workspace_free)
+                                k_descale_paired, stream=stream, allocate=_workspace_alloc,
+                                release=_workspace_free)
     return (out, lse) if return_lse else out
 
 
@@ -152,8 +158,8 @@ def _varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
         lse = _allocate((cu_seqlens_q.shape[0] - 1, q.shape[1], int(max_seqlen_q)), torch.float32, q.device)
     args = (q[None], k[None], v[None], out[None], lse, q_descale, k_descale, v_descale, bool(causal),
             0.0 if softmax_scale is None else float(softmax_scale), "" if kernel_name is None else str(kernel_name),
-            False, False, *_window(window), float(softcap or 0.0), cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
-            int(max_seqlen_k))
+            False, False, *_window(window), float(softcap or 0.0), False, cu_seqlens_q, cu_seqlens_k,
+            int(max_seqlen_q), int(max_seqlen_k))
     return out, lse, args
 
 
@@ -200,19 +206,19 @@ def select_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_
 
 def select_kernel(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
                   return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False, window=None,
-                  softcap=0.0):
+                  softcap=0.0, k_descale_paired=False):
     """Name of the compiled instance fmha_fwd would run for these arguments (same signature, nothing runs)."""
     name, _, _ = _call(_ext.select_kernel, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                       return_lse, kernel_name, out, layout, v_key_permuted, window, softcap)
+                       return_lse, kernel_name, out, layout, v_key_permuted, window, softcap, k_descale_paired)
     return name
 
 
 def workspace_size(q, k, v, *, q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False,
                    return_lse=False, kernel_name=None, out=None, layout="bshd", v_key_permuted=False, window=None,
-                   softcap=0.0):
+                   softcap=0.0, k_descale_paired=False):
     """Bytes of device workspace fmha_fwd allocates for these arguments (V^T staging, descriptors)."""
     size, _, _ = _call(_ext.workspace_size, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                       return_lse, kernel_name, out, layout, v_key_permuted, window, softcap)
+                       return_lse, kernel_name, out, layout, v_key_permuted, window, softcap, k_descale_paired)
     return size
 
 

@@ -8,8 +8,8 @@
     "fp8_per_head"     e4m3, per (batch, kv head) descales             e4m3         +2.48%
     "fp8_smooth_rotate" e4m3 per tensor after K smoothing and the      e4m3         +0.69%
                        same random-sign Hadamard rotation of Q and K
-    "int8_qk"          int8 per 64-token block after K smoothing and   e4m3         +0.07%
-                       the rotation
+    "int8_qk"          int8 after K smoothing and the rotation, Q per   e4m3         +0.07% (K per 64)
+                       64-token block, K per 128 tokens (block_pair)
 
 (Perplexity change against BF16 SDPA on Python's documentation, windows of 2048 tokens, through these kernels
 on the H200: bench/real_model_perplexity.py; docs/ACCURACY.md has windows of 8192 and how much such a number
@@ -18,7 +18,9 @@ not change), so every mode computes the same attention up to its rounding. Every
 operators: torch.compile(fullgraph=True) traces it and CUDA graphs capture it.
 
 The default is "fp8": the fastest path, with an LSE (docs/ACCURACY.md, Defaults); "int8_qk" is the mode for a
-model's quality (its INT8 instances exist for head_dim 64 and 128).
+model's quality (its INT8 instances exist for head_dim 64 and 128). Its K descales come one per 128 tokens where
+the build has the 128-token apply (BF16 K at head_dim 64 and 128; k_descale_paired), one per 64 elsewhere; the
+perplexity above was measured with K per 64 tokens.
 """
 
 import re
@@ -47,6 +49,32 @@ def _vt_kperm_problems():
 _VT_KPERM = _vt_kperm_problems()
 
 
+def _pair_apply_dims():
+    """Head dims with the 128-token int8 apply for BF16 input (quantize granularity "block_pair"). Read once, at
+    import, like _VT_KPERM."""
+    from ._fp8attn_ext import list_operations
+
+    return frozenset(int(m.group(1)) for m in (re.search(r"quantize_apply_bf16_i8_128x(\d+)_w\d+$", o["name"])
+                                               for o in list_operations()) if m)
+
+
+_PAIR_APPLY_DIMS = _pair_apply_dims()
+
+# int8_qk's K per 128 tokens (block_pair) where compiled; False restores K per 64 tokens, the recipe measured before
+# 2026-12-06 (bench/real_model_perplexity.py's "int8_qk_k64" sets it to compare the two in one run). Read at each
+# call (a constant to torch.compile's tracing). attention_fused (C++) always pairs where it can.
+INT8_QK_K_PAIRS = True
+
+
+def k_descale_paired(mode, k):
+    """Whether `mode` quantizes this K with one descale per 128 tokens, written in pairs of the per-block layout
+    (granularity "block_pair"): int8_qk on BF16 K at a head dim the build has the 128-token apply for. Such K
+    descales go to fmha_fwd with k_descale_paired=True, which runs the "kpair" instances (one k descale a 128-key
+    tile: +2.7% to +5% at D=128 S=8192 on the H200, 2026-12-06)."""
+    return (INT8_QK_K_PAIRS and mode == "int8_qk" and k.dtype == torch.bfloat16
+            and k.shape[-1] in _PAIR_APPLY_DIMS)
+
+
 def _q(x, dtype="e4m3", granularity="tensor", heads_kv=0, smooth=False, rotate=False, seed=0, layout="bshd"):
     return torch.ops.fp8attn.quantize(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, None)
 
@@ -71,8 +99,9 @@ def quantize_for(mode, q, k, v, v_layout="bshd"):
     elif mode == "int8_qk":
         # INT8 Q and K, one scale per 64 tokens, K smoothed, Q and K rotated (the rotation spreads a head's outlier
         # channels over all of them, so a block's scale fits its values better); P.V in FP8.
+        k_granularity = "block_pair" if k_descale_paired(mode, k) else "block"
         (q8, qd), (k8, kd), (v8, vd) = (_q(q, "int8", "block", rotate=True),
-                                        _q(k, "int8", "block", smooth=True, rotate=True), _q(v, layout=v_layout))
+                                        _q(k, "int8", k_granularity, smooth=True, rotate=True), _q(v, layout=v_layout))
     else:
         raise ValueError(f"mode={mode!r}: expected one of {MODES}")
     return q8, k8, v8, qd, kd, vd
@@ -123,5 +152,6 @@ def attention(q, k, v, *, mode="fp8", causal=False, softmax_scale=None, layout="
     vt = (mode != "bf16" and v.dtype == torch.bfloat16 and
           ("i8" if mode == "int8_qk" else "e4m3", q.shape[-1], bool(causal)) in _VT_KPERM)
     q8, k8, v8, qd, kd, vd = quantize_for(mode, q, k, v, v_layout="vt_kperm" if vt else "bshd")
-    out = torch.ops.fp8attn.fmha_fwd(q8, k8, v8, qd, kd, vd, float(softmax_scale or 0.0), causal, "bshd", vt)
+    out = torch.ops.fp8attn.fmha_fwd(q8, k8, v8, qd, kd, vd, float(softmax_scale or 0.0), causal, "bshd", vt,
+                                     k_descale_paired(mode, k))
     return out.transpose(1, 2) if layout == "bhsd" else out

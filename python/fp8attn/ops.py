@@ -4,7 +4,7 @@ Registered custom operators with fixed schemas, so that torch.compile (fullgraph
 CUDA graphs can capture them, and fake tensors give their output shapes without running anything:
 
     torch.ops.fp8attn.fmha_fwd(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout,
-                               v_key_permuted=False) -> O
+                               v_key_permuted=False, k_descale_paired=False) -> O
     torch.ops.fp8attn.fmha_fwd_lse(...same...) -> (O, LSE)
 
     torch.ops.fp8attn.quantize(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, static_descale)
@@ -15,7 +15,9 @@ LSE can change which kernel runs (the fastest non-causal instance does not write
 fp8attn.fmha_fwd: q, k, v in the layout named by `layout` ("bshd" or "bhsd"), e4m3 or bf16; the descales
 float32 [1] or [B, H_kv] (required for e4m3, None for bf16); softmax_scale 0 (or None through the Python
 wrappers) selects 1/sqrt(D); v_key_permuted: v is the V^T view that quantize(..., layout="vt_kperm") or
-transpose_v(v, key_permuted=True) returns (e4m3 only; the call runs no transpose). Inference only: backward raises.
+transpose_v(v, key_permuted=True) returns (e4m3 only; the call runs no transpose); k_descale_paired: INT8 k
+descales in equal pairs, as quantize(..., granularity="block_pair") writes them (fp8attn.fmha_fwd's). Inference
+only: backward raises.
 """
 
 from typing import Optional, Tuple
@@ -36,29 +38,33 @@ def _lse_shape(q, layout):
 @torch.library.custom_op("fp8attn::fmha_fwd", mutates_args=(), device_types="cuda")
 def fmha_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Optional[torch.Tensor],
              k_descale: Optional[torch.Tensor], v_descale: Optional[torch.Tensor], softmax_scale: float,
-             causal: bool, layout: str, v_key_permuted: bool = False) -> torch.Tensor:
+             causal: bool, layout: str, v_key_permuted: bool = False,
+             k_descale_paired: bool = False) -> torch.Tensor:
     return _fmha.fmha_fwd(q, k, v, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
                           softmax_scale=softmax_scale or None, causal=causal, layout=layout,
-                          v_key_permuted=v_key_permuted)
+                          v_key_permuted=v_key_permuted, k_descale_paired=k_descale_paired)
 
 
 @torch.library.custom_op("fp8attn::fmha_fwd_lse", mutates_args=(), device_types="cuda")
 def fmha_fwd_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Optional[torch.Tensor],
                  k_descale: Optional[torch.Tensor], v_descale: Optional[torch.Tensor], softmax_scale: float,
-                 causal: bool, layout: str, v_key_permuted: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+                 causal: bool, layout: str, v_key_permuted: bool = False,
+                 k_descale_paired: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
     return _fmha.fmha_fwd(q, k, v, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
                           softmax_scale=softmax_scale or None, causal=causal, return_lse=True, layout=layout,
-                          v_key_permuted=v_key_permuted)
+                          v_key_permuted=v_key_permuted, k_descale_paired=k_descale_paired)
 
 
 # Fake (meta) implementations: output shapes and types only, for tracing and torch.compile.
 @fmha_fwd.register_fake
-def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout, v_key_permuted=False):
+def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout, v_key_permuted=False,
+      k_descale_paired=False):
     return torch.empty_like(q, dtype=_OUTPUT_DTYPE)
 
 
 @fmha_fwd_lse.register_fake
-def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout, v_key_permuted=False):
+def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout, v_key_permuted=False,
+      k_descale_paired=False):
     return torch.empty_like(q, dtype=_OUTPUT_DTYPE), q.new_empty(_lse_shape(q, layout), dtype=torch.float32)
 
 

@@ -9,7 +9,7 @@ import torch
 from . import _fp8attn_ext as _ext
 from . import fmha as _fmha
 
-_GRANULARITIES = {"tensor": 0, "head": 1, "block": 2}
+_GRANULARITIES = {"tensor": 0, "head": 1, "block": 2, "block_pair": 3}
 _LAYOUTS = {"bshd": 0, "vt": 1, "vt_kperm": 2}
 _OUTPUT_DTYPES = {"e4m3": torch.float8_e4m3fn, "int8": torch.int8}
 
@@ -23,7 +23,9 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
     dtype: "e4m3" (torch.float8_e4m3fn) or "int8" (symmetric, -127..127).
     granularity: "tensor" (descale [1]), "head" (descale [B, heads_kv]; heads // heads_kv consecutive heads
         share one, the convention fmha_fwd's per-head descales use; heads_kv=None means H) or "block" (descale
-        [B, H, ceil(S / BLOCK_TOKENS)], one per block of BLOCK_TOKENS = 64 tokens).
+        [B, H, ceil(S / BLOCK_TOKENS)], one per block of BLOCK_TOKENS = 64 tokens) or "block_pair" (the same
+        shape, one value per 128 tokens written to both of its blocks' entries: fmha_fwd(..., k_descale_paired=True)
+        then reads one per 128-key tile; int8 K at head dims 64 and 128, layout "bshd").
     smooth: subtract each (batch, head)'s mean over the sequence first (for K: softmax does not change).
     rotate: multiply by the random-sign Hadamard matrix of `seed` over head_dim first (rotate Q and K with the
         same seed: Q K^T does not change; fp8attn.quant.hadamard(D, seed) is the same matrix).
@@ -72,7 +74,8 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
 
 def descale_shape(batch, seqlen, heads, heads_kv, granularity):
     """The descale tensor's shape for a granularity (x [batch, seqlen, heads, D])."""
-    return {"tensor": (1,), "head": (batch, heads_kv), "block": (batch, heads, -(-seqlen // BLOCK_TOKENS))}[granularity]
+    blocks = (batch, heads, -(-seqlen // BLOCK_TOKENS))
+    return {"tensor": (1,), "head": (batch, heads_kv), "block": blocks, "block_pair": blocks}[granularity]
 
 
 def _empty_storage(x, dtype, layout):

@@ -30,6 +30,7 @@ struct Call {
   std::string const& kernel_name;
   bool bhsd;
   bool v_key_permuted;
+  bool k_descale_paired;
   int window_left;
   int window_right;
   float softcap;
@@ -137,6 +138,7 @@ FmhaFwd::Arguments make_arguments(Call const& c, int* device) {
   args.softmax_scale = c.softmax_scale;
   args.kernel_name = c.kernel_name;
   args.v_key_permuted = c.v_key_permuted;
+  args.k_descale_paired = c.k_descale_paired;
   args.window_left = c.window_left;
   args.window_right = c.window_right;
   args.softcap = c.softcap;
@@ -257,16 +259,17 @@ void transpose_v(nb::handle v_obj, nb::handle vt_obj, bool key_permuted, bool bh
 #define FP8ATTN_CALL_PARAMS                                                                             \
   nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle lse, nb::handle q_descale,        \
       nb::handle k_descale, nb::handle v_descale, bool causal, float softmax_scale,                      \
-      std::string const& kernel_name, bool bhsd, bool v_key_permuted, int window_left, int window_right, float softcap
+      std::string const& kernel_name, bool bhsd, bool v_key_permuted, int window_left, int window_right, float softcap, \
+      bool k_descale_paired
 #define FP8ATTN_CALL                                                                                      \
   Call {                                                                                                  \
     q, k, v, out, lse, q_descale, k_descale, v_descale, causal, softmax_scale, kernel_name, bhsd, v_key_permuted, \
-        window_left, window_right, softcap                                                                \
+        k_descale_paired, window_left, window_right, softcap                                              \
   }
 #define FP8ATTN_CALL_NB_ARGS                                                                               \
   "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a.none(), "q_descale"_a.none(), "k_descale"_a.none(),               \
       "v_descale"_a.none(), "causal"_a, "softmax_scale"_a, "kernel_name"_a, "bhsd"_a, "v_key_permuted"_a,         \
-      "window_left"_a, "window_right"_a, "softcap"_a
+      "window_left"_a, "window_right"_a, "softcap"_a, "k_descale_paired"_a
 
 }  // namespace
 

@@ -33,6 +33,7 @@ nb::dict describe(fp8attn::library::FmhaDescription const& d) {
   r["v_transposed"] = d.v_transposed;
   r["v_key_permuted"] = d.v_key_permuted;
   r["block_descale"] = d.block_descale;
+  r["k_descale_paired"] = d.k_descale_paired;
   r["softcap"] = d.softcap;
   r["varlen"] = d.varlen;
   r["launch_warps"] = d.launch_warps;

@@ -51,6 +51,9 @@ void quantize(nb::handle x_obj, nb::handle out_obj, nb::handle descale_obj, nb::
   a.heads_kv = heads_kv;
   a.input_type = fp8attn_py::data_type_of(x.dtype);
   a.output_type = fp8attn_py::data_type_of(out.dtype);
+  if (granularity < 0 || granularity > static_cast<int>(Granularity::kPerBlockPair)) {
+    raise_value_error("granularity=", granularity, ": expected 0 tensor, 1 head, 2 block or 3 block_pair");
+  }
   a.granularity = static_cast<Granularity>(granularity);
   a.layout = static_cast<OutputLayout>(layout);
   a.smooth = smooth;
@@ -155,7 +158,7 @@ void bind_quantize(nb::module_& m) {
         "layout"_a, "heads_kv"_a, "smooth"_a, "rotate"_a, "seed"_a, "stream"_a, "allocate"_a, "release"_a,
         "kernel_name"_a = "",
         "BF16/FP16 x -> e4m3/int8 `out` and float32 `descale` on `stream` (fp8attn.quantize is the Python API).\n"
-        "granularity: 0 tensor, 1 head, 2 block; layout: 0 bshd, 1 vt, 2 vt_kperm.");
+        "granularity: 0 tensor, 1 head, 2 block, 3 block_pair; layout: 0 bshd, 1 vt, 2 vt_kperm.");
   m.attr("QUANTIZE_BLOCK_TOKENS") = fp8attn::quant::kQuantizeBlockTokens;
   m.def("fmha_fwd_quantized", &fmha_fwd_quantized, "q"_a, "k"_a, "v"_a, "out"_a, "mode"_a, "causal"_a,
         "softmax_scale"_a, "seed"_a, "stream"_a, "allocate"_a, "release"_a,

@@ -130,6 +130,13 @@ Status compose(Arguments const& a, uintptr_t base, Pieces* out) {
       x->descale = static_cast<float*>(ws.take(Quantize::descale_count(*x) * sizeof(float)));
     }
     if (kperm && !Quantize::can_implement(r.v)) continue;
+    if (int8) {
+      // K's descales one per 128 tokens, in pairs of the per-block layout (block_pair), where the build has the
+      // 128-token apply: the attention then runs the kpair instances (one k descale a 128-key tile). Per 64 tokens
+      // elsewhere.
+      r.k.granularity = Granularity::kPerBlockPair;
+      if (!Quantize::can_implement(r.k)) r.k.granularity = Granularity::kPerBlock;
+    }
     for (QuantizeArguments* x : {&r.q, &r.k, &r.v}) {
       if (Status s = Quantize::can_implement(*x); !s) {
         return Status(s.code(), std::string(x == &r.q ? "quantizing q: " : x == &r.k ? "quantizing k: " : "quantizing v: ") +
@@ -146,6 +153,7 @@ Status compose(Arguments const& a, uintptr_t base, Pieces* out) {
     if (int8) {
       att.q_descale = DescaleRef::per_block_q(r.q.descale, p.heads_q, q_blocks);
       att.k_descale = DescaleRef::per_block_k(r.k.descale, p.heads_kv, k_blocks);
+      att.k_descale_paired = r.k.granularity == Granularity::kPerBlockPair;
       att.v_descale = DescaleRef::per_tensor(r.v.descale);
     } else if (a.mode == AccuracyMode::kFp8PerHead) {
       att.q_descale = DescaleRef::per_head(r.q.descale, p.heads_kv);

@@ -5,6 +5,7 @@
 // matter on the GPU prefer the instances that transpose V on chip, which need one launch instead of two.
 
 #include <string>
+#include <unordered_map>
 
 #include "fmha_internal.h"
 #include "fmha_tuning.h"
@@ -133,6 +134,12 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
              "instances, which do not read a key-permuted V^T";
     });
   }
+  if (k.k_descale_paired && !args.k_descale_paired) {
+    return fail([] {
+      return std::string("the instance reads one k descale per 128-key tile (kpair) but k_descale_paired=false "
+                         "(set it when the k descales come in equal pairs, as the int8_qk quantization writes them)");
+    });
+  }
   if (k.v_fp8() && !k.v_transposed && args.v.stride_d != 1) {
     return fail([&] {
       return "v.stride_d=" + std::to_string(args.v.stride_d) +
@@ -177,6 +184,41 @@ KernelInstance const* tuned_instance(Arguments const& args, std::vector<TuningEn
   return nullptr;
 }
 
+KernelInstance const* paired_twin(KernelInstance const& instance) {
+  // Built once: each per-block-descale instance -> the instance named like it with "_kpair" after "_bdesc" (the
+  // name codegen gives its twin), when the build has one.
+  static std::unordered_map<KernelInstance const*, KernelInstance const*> const twins = [] {
+    std::unordered_map<std::string, KernelInstance const*> by_name;
+    for (size_t i = 0; i < kNumKernelInstances; ++i) by_name.emplace(kKernelInstances[i]->name, kKernelInstances[i]);
+    std::unordered_map<KernelInstance const*, KernelInstance const*> out;
+    for (size_t i = 0; i < kNumKernelInstances; ++i) {
+      KernelInstance const& k = *kKernelInstances[i];
+      if (k.kind != OperationKind::kFmhaFwd || !fmha_config(k).block_descale || fmha_config(k).k_descale_paired) {
+        continue;
+      }
+      std::string name = k.name;
+      size_t const at = name.find("_bdesc");
+      if (at == std::string::npos) continue;
+      name.insert(at + 6, "_kpair");
+      if (auto it = by_name.find(name); it != by_name.end()) out.emplace(&k, it->second);
+    }
+    return out;
+  }();
+  auto it = twins.find(&instance);
+  return it == twins.end() ? nullptr : it->second;
+}
+
+namespace {
+
+// The pick, or its kpair twin when the caller's k descales pair and the twin runs this call.
+KernelInstance const* with_paired_twin(KernelInstance const* pick, Arguments const& args) {
+  if (!args.k_descale_paired) return pick;
+  KernelInstance const* twin = paired_twin(*pick);
+  return twin && instance_supports(*twin, args, nullptr) ? twin : pick;
+}
+
+}  // namespace
+
 Status select_instance(Arguments const& args, KernelInstance const** instance) {
   *instance = nullptr;
   if (!args.kernel_name.empty()) {
@@ -205,7 +247,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
     std::string gpu;
     if (fp8attn::detail::cuda_driver(&driver) && fp8attn::detail::device_name(*driver, &gpu)) {
       if (KernelInstance const* tuned = tuned_instance(args, table, rows_gpu(table, gpu))) {
-        *instance = tuned;
+        *instance = with_paired_twin(tuned, args);
         return Status::success();
       }
     }
@@ -220,7 +262,7 @@ Status select_instance(Arguments const& args, KernelInstance const** instance) {
       bool const vnat = fmha_config(k).fp8() && !fmha_config(k).v_transposed;
       if (vnat != (tiny && pass == 0)) continue;
       if (instance_supports(k, args, nullptr)) {
-        *instance = &k;
+        *instance = with_paired_twin(&k, args);
         return Status::success();
       }
     }

@@ -45,8 +45,11 @@ bool instance_supports(KernelInstance const& instance, Arguments const& args, st
 /// Whether a call is small enough that one launch beats two: FP8 with a head_dim-contiguous V and little work,
 /// for which the heuristic prefers the instances that transpose V on chip ("vnat").
 bool prefers_single_launch(Arguments const& args);
-/// The instance forced by args.kernel_name, or the tuning table's pick for this GPU, or the heuristic's.
+/// The instance forced by args.kernel_name, or the tuning table's pick for this GPU, or the heuristic's; with
+/// args.k_descale_paired, that pick's "kpair" twin where the build has one that runs the call.
 Status select_instance(Arguments const& args, KernelInstance const** instance);
+/// The "kpair" twin of a per-block-descale attention instance (its name with "_kpair" after "_bdesc"), or nullptr.
+KernelInstance const* paired_twin(KernelInstance const& instance);
 struct TuningEntry;
 /// The first instance a matching table entry names that supports args (nullptr if none): select_instance's
 /// table step, for a given GPU name (tests call it without a GPU).

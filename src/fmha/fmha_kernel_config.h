@@ -25,6 +25,7 @@ struct FmhaKernelConfig {
   bool varlen;            ///< "varlen" (gluon): packed sequences only; the other gluon instances refuse them
   bool k_descale_unit_stride;  ///< reads k descales at block stride 1 only (the Gluon INT8 instances)
   int programs_per_sm;         ///< Gluon: persistent programs an SM holds (the grid's multiple of the SM count)
+  bool k_descale_paired;       ///< "kpair": one k descale per 128-key tile (Arguments::k_descale_paired only)
 
   bool fp8() const { return is_fp8(qk_type); }
   bool v_fp8() const { return is_fp8(v_type); }  ///< FP8 V (also under INT8 Q.K^T): read as V^T

@@ -290,6 +290,12 @@ Status validate(Arguments const& args) {
   if (Status s = check_descale("q_descale", args.q_descale, fp8, b, hkv, hq, q_blocks); !s) return s;
   if (Status s = check_descale("k_descale", args.k_descale, fp8, b, hkv, 0, k_blocks); !s) return s;
   if (Status s = check_descale("v_descale", args.v_descale, fp8, b, hkv, 0, 0); !s) return s;
+  // (One key block needs no stride: a [batch, heads, 1] descale has stride_block 0, paired or not.)
+  if (args.k_descale_paired && (p.input_type != DataType::kI8 || (args.k_descale.stride_block == 0 && k_blocks > 1))) {
+    return invalid("k_descale_paired=true describes per-block INT8 k descales (input_type=i8, "
+                   "k_descale.stride_block != 0), not input_type=" + std::string(to_string(p.input_type)) +
+                   " with k_descale.stride_block=" + num(args.k_descale.stride_block));
+  }
   if (args.window_left < -1 || args.window_right < -1) {
     return invalid("window (window_left=" + num(args.window_left) + ", window_right=" + num(args.window_right) +
                    ") must be >= -1 on each side (-1: unlimited)");

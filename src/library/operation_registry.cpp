@@ -30,6 +30,7 @@ std::string fmha_summary(FmhaKernelConfig const& c) {
          (c.even_n ? ", seqlen_k % " + std::to_string(c.block_n) + " == 0 only" : "") +
          (c.v_fp8() && !c.v_transposed ? ", V transposed on chip" : "") +
          (c.v_key_permuted ? ", key-permuted V^T" : "") + (c.block_descale ? ", per-block q/k descales" : "") +
+         (c.k_descale_paired ? " (k in equal pairs: one a 128-key tile)" : "") +
          (c.qk_type == DataType::kI8 ? ", INT8 Q.K^T with e4m3 V" : "") + (c.softcap ? ", logit soft-capping" : "") +
          (c.varlen ? ", packed sequences (varlen)" : "");
 }
@@ -226,7 +227,7 @@ struct Library {
                                          c.v_transposed, c.v_key_permuted, c.block_descale, c.softcap,
                                          fmha::detail::takes_varlen(k), !c.warp_specialized,
                                          k.launch_warps,
-                                         k.shared_bytes, k.family});
+                                         k.shared_bytes, k.family, c.k_descale_paired});
           break;
         }
         case OperationKind::kTransposeV:

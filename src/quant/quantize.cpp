@@ -38,6 +38,7 @@ char const* to_string(Granularity g) {
     case Granularity::kPerTensor: return "tensor";
     case Granularity::kPerHead: return "head";
     case Granularity::kPerBlock: return "block";
+    case Granularity::kPerBlockPair: return "block_pair";
   }
   return "unknown";
 }
@@ -73,7 +74,14 @@ bool needs_mean(Arguments const& a) { return a.smooth; }
 /// Up to this head dim the kernels read the rotation matrix from the workspace; beyond it they factor it.
 constexpr int kRotationTableMaxDim = static_cast<int>(generated::numerics::ROTATION_TABLE_MAX_HEAD_DIM);
 bool needs_rotation_table(Arguments const& a) { return a.rotate && a.head_dim <= kRotationTableMaxDim; }
-bool needs_amax(Arguments const& a) { return a.granularity != Granularity::kPerBlock && !a.static_descale; }
+bool per_block(Arguments const& a) {
+  return a.granularity == Granularity::kPerBlock || a.granularity == Granularity::kPerBlockPair;
+}
+bool needs_amax(Arguments const& a) { return !per_block(a) && !a.static_descale; }
+/// Tokens per apply program: the 64-token blocks, or 128 for block_pair (codegen/operations/quantize.py).
+int apply_block_tokens(Arguments const& a) {
+  return a.granularity == Granularity::kPerBlockPair ? 2 * kQuantizeBlockTokens : kQuantizeBlockTokens;
+}
 bool is_gluon(KernelInstance const& k) { return k.family == library::KernelFamily::kGluon; }
 
 /// A dimension's stride as the Gluon apply's TMA descriptor gets it: a dimension of extent 1 is never stepped, so
@@ -101,6 +109,9 @@ bool gluon_apply_preferred(Arguments const& a) { return a.rotate && (a.smooth ||
 /// (tma_stride's substitute where a dimension has extent 1). An empty problem launches nothing: "".
 std::string gluon_apply_refusal(Arguments const& a) {
   if (vt_layout(a)) return std::string("layout=") + to_string(a.layout) + " (it writes [b, s, h, d] only)";
+  if (a.granularity == Granularity::kPerBlockPair) {
+    return "granularity=block_pair (its blocks are " + num(kQuantizeBlockTokens) + " tokens)";
+  }
   if (a.batch == 0 || a.seqlen == 0) return "";
   for (auto [tensor, t, bytes] : {std::tuple<char const*, fmha::TensorRef const*, int>{"input", &a.input,
                                                                                       size_of(a.input_type)},
@@ -136,8 +147,9 @@ KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string 
       continue;
     }
     if (c.in_type != a.input_type || c.head_dim != a.head_dim) continue;
+    if (stage == QuantizeStage::kStats && c.block_s != kQuantizeBlockTokens) continue;
     if (stage == QuantizeStage::kApply &&
-        (c.out_type != a.output_type || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted) ||
+        (c.out_type != a.output_type || c.block_s != apply_block_tokens(a) || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted) ||
          (is_gluon(k) && ((preferred_only && !gluon_apply_preferred(a)) || !gluon_apply_refusal(a).empty())))) {
       continue;
     }
@@ -156,7 +168,8 @@ struct Instances {
 
 Status select(Arguments const& a, Instances* out) {
   std::string const what = std::string(to_string(a.input_type)) + " -> " + to_string(a.output_type) +
-                           ", head_dim=" + num(a.head_dim) + ", layout=" + to_string(a.layout);
+                           ", head_dim=" + num(a.head_dim) + ", layout=" + to_string(a.layout) +
+                           (a.granularity == Granularity::kPerBlockPair ? ", granularity=block_pair" : "");
   if (!a.kernel_name.empty()) {
     out->apply = find(QuantizeStage::kApply, a, a.kernel_name);
     if (!out->apply) {
@@ -170,6 +183,11 @@ Status select(Arguments const& a, Instances* out) {
     if (c.in_type != a.input_type || c.out_type != a.output_type || c.head_dim != a.head_dim ||
         c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted)) {
       return Status(StatusCode::kErrorNotSupported, "kernel_name=" + a.kernel_name + " does not quantize " + what);
+    }
+    if (c.block_s != apply_block_tokens(a)) {
+      return Status(StatusCode::kErrorNotSupported,
+                    "kernel_name=" + a.kernel_name + " quantizes blocks of " + num(c.block_s) + " tokens, granularity=" +
+                        to_string(a.granularity) + " blocks of " + num(apply_block_tokens(a)));
     }
     if (is_gluon(*out->apply)) {
       if (std::string const why = gluon_apply_refusal(a); !why.empty()) {
@@ -248,9 +266,13 @@ Status validate(Arguments const& a) {
     return Status(StatusCode::kErrorNotSupported,
                   "rotate=true needs a power-of-two head_dim (the Hadamard matrix), not head_dim=" + num(a.head_dim));
   }
-  if (a.static_descale && a.granularity == Granularity::kPerBlock) {
-    return Status(StatusCode::kErrorInvalidProblem,
-                  "static_descale is per tensor or per head; granularity=block computes every block's descale");
+  if (a.static_descale && per_block(a)) {
+    return Status(StatusCode::kErrorInvalidProblem, std::string("static_descale is per tensor or per head; granularity=") +
+                                                        to_string(a.granularity) + " computes every block's descale");
+  }
+  if (a.granularity == Granularity::kPerBlockPair && vt_layout(a)) {
+    return Status(StatusCode::kErrorNotSupported, std::string("granularity=block_pair writes [b, s, h, d] (K), not "
+                                                              "layout=") + to_string(a.layout));
   }
   if (a.static_descale && a.descale) {
     return Status(StatusCode::kErrorInvalidProblem, "descale must be null with a static_descale (nothing is computed)");
@@ -364,7 +386,8 @@ size_t Quantize::descale_count(Arguments const& a) {
   switch (a.granularity) {
     case Granularity::kPerTensor: return 1;
     case Granularity::kPerHead: return static_cast<size_t>(a.batch) * heads_kv_of(a);
-    case Granularity::kPerBlock: return static_cast<size_t>(a.batch) * a.heads * blocks_of(a);
+    case Granularity::kPerBlock:
+    case Granularity::kPerBlockPair: return static_cast<size_t>(a.batch) * a.heads * blocks_of(a);
   }
   return 0;
 }
@@ -480,16 +503,20 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f, false); !s) return s;
   }
   float const* const descale = a.static_descale ? a.static_descale : a.descale;
+  // The apply's blocks: the 64-token blocks, or (block_pair) 128-token ones, each writing its two descale entries.
+  int64_t const apply_blocks =
+      a.granularity == Granularity::kPerBlockPair ? (a.seqlen + apply_block_tokens(a) - 1) / apply_block_tokens(a)
+                                                  : blocks;
   // A PERSISTENT apply (codegen's apply_programs_per_sm) walks the blocks from a grid of so many programs an SM.
-  int64_t apply_programs = bh * blocks;
+  int64_t apply_programs = bh * apply_blocks;
   if (int const per_sm = config(*instances.apply).programs_per_sm; per_sm > 0) {
     int sms = 0;
     if (Status s = fp8attn::detail::multiprocessor_count(*driver, &sms); !s) return s;
     apply_programs = std::min<int64_t>(apply_programs, int64_t{per_sm} * sms);
     // The kernel's int32 item index steps by the grid past the last item once.
-    if (bh * blocks > INT32_MAX - apply_programs) {
+    if (bh * apply_blocks > INT32_MAX - apply_programs) {
       return Status(StatusCode::kErrorNotSupported,
-                    "batch * heads * blocks of " + num(kQuantizeBlockTokens) + " tokens (" + num(bh * blocks) +
+                    "batch * heads * blocks of " + num(kQuantizeBlockTokens) + " tokens (" + num(bh * apply_blocks) +
                         ") plus the persistent grid (" + num(apply_programs) + " programs) exceeds 2^31-1");
     }
   }
@@ -500,12 +527,12 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     ap.Rotation = rotation;
     ap.seqlen = a.seqlen;
     ap.heads = a.heads;
-    ap.num_blocks = static_cast<int32_t>(blocks);
+    ap.num_blocks = static_cast<int32_t>(apply_blocks);
     ap.rotate = a.rotate;
     ap.smooth = a.smooth;
-    ap.per_block = a.granularity == Granularity::kPerBlock;
+    ap.per_block = per_block(a);
     ap.group = static_cast<int32_t>(group);
-    ap.num_items = static_cast<int32_t>(bh * blocks);
+    ap.num_items = static_cast<int32_t>(bh * apply_blocks);
   };
   if (is_gluon(*instances.apply)) {
     // x and the output through TMA descriptors ([b, s, h, d], a box of one block of one head; TMA zero-fills the

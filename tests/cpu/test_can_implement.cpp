@@ -479,6 +479,35 @@ int main() {
       one_block.kernel_name = name_of(int8_gluon);
       expect_ok(one_block, "gluon int8 over one key block with per-tensor k descales", {&int8_gluon});
     }
+    // The "kpair" twins (one k descale a 128-key tile): picked in place of their base instance only when the
+    // caller says the k descales come in equal pairs; forced without it, refused naming the flag; the flag
+    // itself only describes per-block INT8 k descales.
+    Need const int8_kpair = instance(DataType::kI8, 128, false, "INT8 Q.K^T kpair",
+                                     [](FmhaDescription const& op) { return op.k_descale_paired; });
+    if (applicable("int8 kpair twins", {&int8_kpair})) {
+      std::string const base = selected(a);
+      CHECK(!contains(base, "_kpair"), "unpaired int8 selected " + base);
+      auto paired = a;
+      paired.k_descale_paired = true;
+      std::string twin = base;
+      if (size_t at = twin.find("_bdesc"); at != std::string::npos) twin.insert(at + 6, "_kpair");
+      CHECK(selected(paired) == twin, "paired int8 selected " + selected(paired) + ", not " + twin);
+      expect_ok(paired, "int8 with paired k descales", {&int8_kpair});
+      auto forced = a;
+      forced.kernel_name = name_of(int8_kpair);
+      expect_error(forced, StatusCode::kErrorNotSupported, "k_descale_paired=false", "kpair instance, unpaired",
+                   {&int8_kpair});
+      auto tensor_paired = per_tensor;
+      tensor_paired.k_descale_paired = true;
+      expect_error(tensor_paired, StatusCode::kErrorInvalidProblem, "k_descale_paired=true",
+                   "paired flag with per-tensor k descales", {&int8_kpair});
+      auto one_block_paired = tensor_paired;  // 64 keys: a [batch, heads, 1] descale has stride_block 0
+      one_block_paired.problem.seqlen_k = fp8attn::fmha::kDescaleBlockTokens;
+      expect_ok(one_block_paired, "paired flag over one key block", {&int8_kpair});
+      auto fp8_paired = valid_fp8();
+      fp8_paired.k_descale_paired = true;
+      expect_error(fp8_paired, StatusCode::kErrorInvalidProblem, "k_descale_paired=true", "paired flag on e4m3");
+    }
     auto null_descale = a;
     null_descale.k_descale.ptr = nullptr;
     expect_error(null_descale, StatusCode::kErrorNullPointer, "k_descale.ptr is null", "int8 needs descales", {&int8_qk});

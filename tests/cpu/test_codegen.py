@@ -216,7 +216,10 @@ class Manifest(unittest.TestCase):
         self.assertEqual(int(m.group(1)), DESCALE_BLOCK_TOKENS)
         for c in manifest.every_instance():  # the quantize programs' block is the descale block
             if isinstance(c, QuantizeConfig) and c.stage in ("apply", "stats"):
-                self.assertEqual(c.block_s, DESCALE_BLOCK_TOKENS, name_of(c))
+                # or two of them: the int8 [b, s, h, d] applies of the block_pair granularity
+                pair = c.stage == "apply" and c.out_dtype == "i8" and not c.key_permuted and c.family == "triton"
+                self.assertIn(c.block_s, (DESCALE_BLOCK_TOKENS, 2 * DESCALE_BLOCK_TOKENS) if pair
+                              else (DESCALE_BLOCK_TOKENS,), name_of(c))
 
     def test_every_rotating_apply_instance_has_its_rotation_stage(self):
         """Up to ROTATION_TABLE_MAX_HEAD_DIM the apply and stats kernels read the matrix the rotation stage writes
@@ -244,7 +247,8 @@ class Manifest(unittest.TestCase):
         # single-warpgroup ones (Gluon, D=64, 64-row blocks at 128 registers: 20-30 s each on 2 cores),
         # 4 soft-capping ones (D=128/256) and 11 Gluon varlen ones (e4m3 and bf16, D=64/128, and at D=128 e4m3 the
         # 256-key pair and a vnat one); each compiles in 1-10 s, the whole default build in about 4 minutes on 2 cores.
-        self.assertLessEqual(len(default) - len(quantize) - len(paged), 74,
+        # Plus the 9 "kpair" twins of the Gluon INT8 instances with 128-key tiles (one k descale a tile).
+        self.assertLessEqual(len(default) - len(quantize) - len(paged), 83,
                              "the default build must stay minutes on 2 cores")
         for qk in ("e4m3", "bf16"):  # soft-capping for Gemma-style models: causal, D=128 and 256
             for d in (128, 256):
@@ -264,10 +268,13 @@ class Manifest(unittest.TestCase):
             for d in (64, 128):
                 self.assertTrue(any(c.qk_type == "i8" and c.v_type == "e4m3" and c.block_descale and c.head_dim == d
                                     and c.causal == causal for c in fmha), (d, causal))
-        # 1-3 s each: 6 apply, 3 key-permuted apply, 4 Gluon apply (Q and K at D=64 and 128), the stats stages,
-        # reduce and the bf16 rotation stage
-        self.assertLessEqual(len(quantize), 18)
-        applies = [c for c in quantize if c.stage == "apply" and c.family == "triton"]
+        # 1-3 s each: 6 apply, 3 key-permuted apply, 4 Gluon apply (Q and K at D=64 and 128), 2 int8 applies of
+        # 128-token blocks (block_pair: the int8_qk mode's K at D=64 and 128), the stats stages, reduce and the bf16
+        # rotation stage
+        self.assertLessEqual(len(quantize), 20)
+        self.assertEqual(sorted(c.head_dim for c in quantize if c.stage == "apply" and c.block_s == 128),
+                         [64, 128], "int8 block_pair applies at the INT8 attention's head dims")
+        applies = [c for c in quantize if c.stage == "apply" and c.family == "triton" and c.block_s == 64]
         # The Gluon apply writes [b, s, h, d] only: Q and K in both output types, head dims 64 and 128.
         self.assertEqual(sorted((c.out_dtype, c.head_dim) for c in quantize if c.family == "gluon"),
                          [("e4m3", 64), ("e4m3", 128), ("i8", 64), ("i8", 128)])
@@ -374,16 +381,45 @@ class Manifest(unittest.TestCase):
         the instance measured faster without them (D=64, 128-row blocks, full attention); every other Gluon
         attention instance of the full manifest keeps them."""
         from operations.fmha_fwd import compile_spec
-        gluon = [c for c in manifest.instances("", True) if isinstance(c, FmhaConfig) and c.family == "gluon"]
+        gluon = [c for c in manifest.instances("", True) if isinstance(c, FmhaConfig) and c.family == "gluon"
+                 and not c.k_descale_paired]  # the kpair twins: test_kpair_twins
         dropped = [name_of(c) for c in gluon if not compile_spec(c)[2]["INT8_INF_SELECTS"]]
         self.assertEqual(dropped, ["fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_128x128x64_w4_s2_strided_full_vkperm_bdesc_gluon"])
+
+    def test_kpair_twins(self):
+        """Every Gluon INT8 instance with 128-key tiles of the default set has a "kpair" twin (one k descale a tile,
+        K_DESCALE_PAIRED) that compiles with its constexprs but that one; the names round-trip; the variant exists
+        nowhere else (Triton, e4m3, 64- and 256-key tiles are refused by name)."""
+        from operations.fmha_fwd import compile_spec, parse
+        default = [c for c in manifest.instances() if isinstance(c, FmhaConfig)]
+        bases = [c for c in default if c.family == "gluon" and c.is_int8_qk and c.block_n == 128
+                 and not c.k_descale_paired]
+        twins = [c for c in default if c.k_descale_paired]
+        self.assertEqual(len(bases), 9)
+        self.assertEqual(sorted(name_of(c) for c in twins),
+                         sorted(name_of(c).replace("_bdesc", "_bdesc_kpair") for c in bases))
+        for base in bases:
+            twin = parse(name_of(base).replace("_bdesc", "_bdesc_kpair"))
+            self.assertTrue(twin.k_descale_paired)
+            self.assertEqual(name_of(twin), name_of(base).replace("_bdesc", "_bdesc_kpair"))
+            base_spec, twin_spec = compile_spec(base)[2], compile_spec(twin)[2]
+            self.assertFalse(base_spec["K_DESCALE_PAIRED"], name_of(base))
+            self.assertEqual({**base_spec, "K_DESCALE_PAIRED": True}, twin_spec, name_of(twin))
+        for name in ("fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_128x128x64_w8_s3_strided_full_bdesc_kpair",
+                     "fp8attn_sm90_fmha_fwd_e4m3_e4m3_f32_bf16_128x128x64_w4_s2_strided_full_vkperm_bdesc_kpair_gluon",
+                     "fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_128x256x64_w4_s2_strided_full_vkperm_bdesc_kpair_gluon",
+                     "fp8attn_sm90_fmha_fwd_i8_e4m3_f32_bf16_256x64x64_w4_s2_strided_full_vkperm_bdesc_kpair_gluon"):
+            with self.assertRaises(ValueError, msg=name) as err:
+                compile_spec(parse(name))
+            self.assertIn(name, str(err.exception))
 
     def test_int8_loop_switches_on_only_where_measured(self):
         """INT8_ROWMAX_LOCAL and RING_UNSIGNED (int8_loop_switches): on in the instances two sweeps each measured
         faster (D=64 single-warpgroup and 192-row, whose manifest has no causal one; D=128 128-row and 192-row causal), off in every other Gluon
         attention instance of the full manifest, and the two switches always together."""
         from operations.fmha_fwd import compile_spec
-        gluon = [c for c in manifest.instances("", True) if isinstance(c, FmhaConfig) and c.family == "gluon"]
+        gluon = [c for c in manifest.instances("", True) if isinstance(c, FmhaConfig) and c.family == "gluon"
+                 and not c.k_descale_paired]  # the kpair twins: test_kpair_twins
         on = []
         for c in gluon:
             constexprs = compile_spec(c)[2]
@@ -441,11 +477,13 @@ class Manifest(unittest.TestCase):
                                          gluon_programs_per_sm, kernel_of, parse)
         gluon = [c for c in manifest.instances("", True) if isinstance(c, FmhaConfig) and c.family == "gluon"]
         solo = [c for c in gluon if c.block_m == 64]
-        self.assertEqual(sorted(c.causal for c in solo), [False, True])
+        self.assertEqual(sorted((c.causal, c.k_descale_paired) for c in solo),
+                         [(False, False), (False, True), (True, False), (True, True)])
         for c in gluon:
             per_sm = 4 if c in solo else 1
             self.assertEqual(gluon_programs_per_sm(c), per_sm, name_of(c))
-            self.assertTrue(cpp_config(c)[1].endswith(f", {per_sm}}}"), name_of(c))
+            kpair = "true" if c.k_descale_paired else "false"
+            self.assertTrue(cpp_config(c)[1].endswith(f", {per_sm}, {kpair}}}"), name_of(c))
         for c in solo:
             self.assertEqual(kernel_of(c)[0], "fmha_fwd.fmha_fwd_gluon_solo")
             self.assertEqual(compile_options(c), {"maxnreg": SOLO_REGS})

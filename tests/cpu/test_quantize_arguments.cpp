@@ -176,6 +176,43 @@ int main() {
     a.kernel_name = "fp8attn_sm90_quantize_rotation_bf16_w4";
     expect_error(a, StatusCode::kErrorNotSupported, "internal stage", "the rotation stage forced by name");
   }
+  {
+    // block_pair: INT8 K in 128-token blocks, each descale in both of its 64-token entries (the per-block layout),
+    // through the 128-token Triton apply (the Gluon one takes 64-token blocks only), [b, s, h, d] only.
+    std::string const paired_apply = "fp8attn_sm90_quantize_apply_bf16_i8_128x128_w8";
+    auto a = valid(128);
+    a.output_type = DataType::kI8;
+    a.granularity = Granularity::kPerBlockPair;
+    a.smooth = a.rotate = true;  // int8_qk's K recipe: the Gluon apply's preference does not apply to pairs
+    if (fp8attn::library::find_operation(paired_apply) != nullptr) {
+      std::string pick;
+      CHECK(Quantize::select_kernel(a, &pick).ok() && pick == paired_apply, "the block_pair pick: " + pick);
+      CHECK(Quantize::descale_count(a) == 2 * 4 * 16, "block_pair: the per-block layout, ceil(1000 / 64) entries");
+      auto b = a;
+      b.kernel_name = "fp8attn_sm90_quantize_apply_bf16_i8_64x128_w4";  // a 64-token apply cannot write pairs
+      expect_error(b, StatusCode::kErrorNotSupported, "blocks of 64 tokens, granularity=block_pair blocks of 128",
+                   "a 64-token apply forced with block_pair");
+      b = a;
+      b.granularity = Granularity::kPerBlock;
+      b.kernel_name = paired_apply;  // and the 128-token apply cannot write single blocks
+      expect_error(b, StatusCode::kErrorNotSupported, "blocks of 128 tokens, granularity=block blocks of 64",
+                   "the paired apply forced with block");
+      b = a;
+      b.kernel_name = paired_apply + "_gluon";
+      expect_error(b, StatusCode::kErrorKernelNotFound, "kernel_name=" + paired_apply + "_gluon", "no Gluon pairs");
+    }
+    auto vt = a;
+    vt.output_type = DataType::kE4M3;
+    vt.layout = OutputLayout::kVtKeyPermuted;
+    expect_error(vt, StatusCode::kErrorNotSupported, "granularity=block_pair", "block_pair on V^T");
+    auto fixed = a;
+    fixed.descale = nullptr;
+    fixed.static_descale = fake_float(0x30000000);
+    expect_error(fixed, StatusCode::kErrorInvalidProblem, "granularity=block_pair", "static block_pair descale");
+    auto e4m3 = a;
+    e4m3.output_type = DataType::kE4M3;  // no e4m3 pairs are compiled
+    expect_error(e4m3, StatusCode::kErrorNotSupported, "granularity=block_pair", "e4m3 block_pair");
+  }
   if (gluon_compiled) {
     // The Gluon apply writes [b, s, h, d] through TMA: forced onto a V^T layout or a stride TMA cannot take, it is
     // refused with the reason. The library picks it for rotated recipes (unsmoothed ones at D=128 only) where it

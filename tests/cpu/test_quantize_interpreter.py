@@ -118,10 +118,11 @@ class Quantizer:
             launch(qk.quantize_stats_kernel, bh * nb, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=0, **common)
             launch(qk.quantize_reduce_kernel, bh, Partial=sums, Out=mean, count=nb, width=d, divisor=float(s), qmax=qmax,
                    seed=self.seed, rotate=int(self.rotate), WIDTH=256, CHUNK=1024)
-        group = {"tensor": bh, "head": h // self.heads_kv, "block": 1}[self.granularity]
+        group = {"tensor": bh, "head": h // self.heads_kv, "block": 1, "block_pair": 1}[self.granularity]
+        per_block = self.granularity in ("block", "block_pair")
         if self.static is not None:
             descale = HostTensor(np.asarray(self.static, np.float32), "float32")
-        elif self.granularity == "block":
+        elif per_block:  # poisoned: every entry must be written (block_pair: both of a pair)
             descale = f32(bh * nb)
         else:
             descale = f32(bh // group)
@@ -136,12 +137,18 @@ class Quantizer:
         else:  # poisoned: the padding must be written with zeros
             out = HostTensor(np.full((b, h, d, self.seqlen_pad), 0x7F, storage), name)
             so = dict(stride_ob=0, stride_oh=0, stride_os=0)
+        apply = dict(common)
+        items = bh * nb
+        if self.granularity == "block_pair":  # 128-token programs, each writing its two 64-token entries
+            pairs = triton.cdiv(s, 2 * BLOCK)
+            apply.update(num_blocks=pairs, BLOCK_S=2 * BLOCK, PAIRED=True)
+            items = bh * pairs
         launch(
-            qk.quantize_apply_kernel, self.programs or bh * nb,
-            X=x, Out=out, Descale=descale, Mean=mean, per_block=int(self.granularity == "block"), group=group,
-            seqlen_pad=self.seqlen_pad, vt=int(self.layout != "bshd"), num_items=bh * nb,
+            qk.quantize_apply_kernel, self.programs or items,
+            X=x, Out=out, Descale=descale, Mean=mean, per_block=int(per_block), group=group,
+            seqlen_pad=self.seqlen_pad, vt=int(self.layout != "bshd"), num_items=items,
             OUT_INT8=self.out_dtype == "i8", KEY_PERMUTED=self.layout == "vt_kperm",
-            PERSISTENT=self.programs is not None, **common, **so)
+            PERSISTENT=self.programs is not None, **apply, **so)
         self.mean, self.partial_sums, self.partial_amax = mean.array.reshape(b, h, d), sums.array, amax.array
         values = out.array.astype(np.float64) if self.out_dtype == "i8" else decode_e4m3(out.array)
         return values, descale.array
@@ -226,6 +233,28 @@ class Statistics(unittest.TestCase):
         wrong = (out != np.clip(np.round(z), -127, 127)) & ~near_half
         self.assertEqual(int(wrong.sum()), 0, "int8 values")
         self.assertLessEqual(np.abs(out).max(), 127, "int8 never -128")
+
+    def test_block_pair_descales_and_int8_values(self):
+        """granularity block_pair (the apply's PAIRED, 128-token programs): each entry of the per-block layout holds
+        its 128-token span's amax / 127, both entries of a pair alike; with 150 tokens the last span has one entry
+        (written, and nothing past the buffer: the interpreter checks the bounds); the int8 values use it."""
+        rng = np.random.default_rng(2)
+        for s in (200, 150):
+            values = (rng.standard_normal((2, s, 3, 64)) * 5).astype(np.float16)
+            q = Quantizer(HostTensor(values, "float16"), out_dtype="i8", granularity="block_pair", smooth=True,
+                          rotate=True, seed=5)
+            out, descale = q.run()
+            y = reference_y(values, 5, True, True)
+            nb, pairs = q.blocks, triton.cdiv(s, 2 * BLOCK)
+            spans = pad_tokens(y, pairs * 2 * BLOCK).reshape(2, pairs, 2 * BLOCK, 3, 64)
+            want = (np.abs(spans).max(axis=(2, 4)).transpose(0, 2, 1) / INT8_QMAX).repeat(2, axis=2)[..., :nb]
+            self.assertEqual(descale.size, 2 * 3 * nb)
+            self.assertLess(np.abs((descale.reshape(2, 3, nb) - want) / want).max(), 1e-6, s)
+            scale = np.repeat(descale.astype(np.float64).reshape(2, 3, nb).transpose(0, 2, 1), BLOCK, axis=1)[:, :s]
+            z = y / scale[..., None]
+            near_half = np.abs((z - np.floor(z)) - 0.5) < 1e-4
+            wrong = (out != np.clip(np.round(z), -127, 127)) & ~near_half
+            self.assertEqual(int(wrong.sum()), 0, f"int8 values, S={s}")
 
     def test_e4m3_values(self):
         rng = np.random.default_rng(2)

@@ -218,19 +218,59 @@ def test_every_int8_instance_forced(causal, seed):
     if not names:
         pytest.skip("no INT8 Q.K^T instance in this build")
     for name in names:
-        d = next(k["head_dim"] for k in fp8attn.list_kernels() if k["name"] == name)
+        info = next(k for k in fp8attn.list_kernels() if k["name"] == name)
+        d, paired = info["head_dim"], info["k_descale_paired"]  # kpair: k descales in pairs (block_pair)
         q, k, v = bf16_inputs(2, 1000, 1000, 8, 2, d, seed)
         q8, qd = fp8attn.quantize(q, dtype="int8", granularity="block")
-        k8, kd = fp8attn.quantize(k, dtype="int8", granularity="block", smooth=True)
+        k8, kd = fp8attn.quantize(k, dtype="int8", granularity="block_pair" if paired else "block", smooth=True)
         kperm = "_vkperm" in name
         v8, vd = fp8attn.quantize(v, layout="vt_kperm" if kperm else "bshd")
         o = fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, causal=causal, kernel_name=name,
-                             v_key_permuted=kperm)
+                             v_key_permuted=kperm, k_descale_paired=paired)
         torch.cuda.synchronize()
         vq = fp8attn.quantize(v)[0]  # the same values in the plain layout, for the reference
         ref = attention64(dequantize_blocks(q8, qd), dequantize_blocks(k8, kd), vq.double() * vd.double(), causal)
         err = rel(o, ref)
         assert err < 0.04, f"{name}: relative error {err:.4f}"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_kpair_twins_give_their_base_bits(causal, seed):
+    """Each "kpair" instance (one k descale per 128-key tile) on K quantized with block_pair writes the bits of its
+    base instance (the per-block path, which reads both entries of each pair) on the same operands, O and LSE, with
+    odd lengths (a lone last entry, partial tiles); the library picks the twin when told the descales pair, and a
+    twin forced without k_descale_paired is refused naming it."""
+    twins = [k for k in fp8attn.list_kernels() if k["k_descale_paired"] and k["causal"] == causal]
+    if not twins:
+        pytest.skip("no kpair instance in this build")
+    for twin in twins:
+        name, d = twin["name"], twin["head_dim"]
+        base = name.replace("_bdesc_kpair", "_bdesc")
+        for sq, sk in ((1000, 1000), (333, 960), (100, 64)):
+            q, k, v = bf16_inputs(2, sq, sk, 8, 2, d, seed)
+            q8, qd = fp8attn.quantize(q, dtype="int8", granularity="block", rotate=True)
+            k8, kd = fp8attn.quantize(k, dtype="int8", granularity="block_pair", smooth=True, rotate=True)
+            v8, vd = fp8attn.quantize(v, layout="vt_kperm")
+            args = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=causal, v_key_permuted=True,
+                        return_lse=True)
+            o_base, lse_base = fp8attn.fmha_fwd(q8, k8, v8, kernel_name=base, **args)
+            o_twin, lse_twin = fp8attn.fmha_fwd(q8, k8, v8, kernel_name=name, k_descale_paired=True, **args)
+            torch.cuda.synchronize()
+            assert torch.equal(o_twin, o_base), f"{name} (S_q={sq}, S_k={sk}): O differs from {base}'s"
+            assert torch.equal(lse_twin, lse_base), f"{name} (S_q={sq}, S_k={sk}): LSE differs from {base}'s"
+        with pytest.raises(ValueError, match="k_descale_paired=false"):
+            fp8attn.fmha_fwd(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, causal=causal, kernel_name=name,
+                             v_key_permuted=True)
+    for d in sorted({t["head_dim"] for t in twins}):
+        q, k, v = bf16_inputs(1, 4096, 4096, 8, 8, d, seed)
+        q8, qd = fp8attn.quantize(q, dtype="int8", granularity="block")
+        k8, kd = fp8attn.quantize(k, dtype="int8", granularity="block_pair")
+        v8, vd = fp8attn.quantize(v, layout="vt_kperm")
+        args = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=causal, v_key_permuted=True)
+        unpaired = fp8attn.select_kernel(q8, k8, v8, **args)
+        paired = fp8attn.select_kernel(q8, k8, v8, k_descale_paired=True, **args)
+        twin_name = unpaired.replace("_bdesc", "_bdesc_kpair")
+        assert paired == (twin_name if any(t["name"] == twin_name for t in twins) else unpaired), (unpaired, paired)
 
 
 def test_int8_with_per_tensor_k_descales(seed):

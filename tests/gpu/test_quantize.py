@@ -107,6 +107,37 @@ def test_int8_per_block(d, seed):
     assert int(wrong.sum()) == 0 and int(q.abs().max()) <= 127
 
 
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("s", [960, 1000])
+def test_int8_block_pair(d, s, seed):
+    """granularity="block_pair" (int8 K for the kpair attention instances): one descale per 128 tokens, the
+    transformed values' amax over the span / 127, written to both of its 64-token entries (the last entry alone
+    where the sequence ends inside a span's first half: S=960), and the values rounded with it."""
+    if not apply_instances(d, "int8", False, block_tokens=2 * BLOCK):
+        pytest.skip("no 128-token int8 apply in this build")
+    b, h = 2, 3
+    x = x_of((b, s, h, d), seed)
+    q, descale = fp8attn.quantize(x, dtype="int8", granularity="block_pair", smooth=True, rotate=True, seed=1)
+    torch.cuda.synchronize()
+    y = reference_y(x, 1, True, True)
+    nb, spans = -(-s // BLOCK), -(-s // (2 * BLOCK))
+    assert descale.shape == (b, h, nb) and descale.dtype == torch.float32
+    padded = torch.nn.functional.pad(y, (0, 0, 0, 0, 0, spans * 2 * BLOCK - s)).reshape(b, spans, 2 * BLOCK, h, d)
+    want = (padded.abs().amax(dim=(2, 4)).permute(0, 2, 1) / INT8_MAX).repeat_interleave(2, dim=2)[..., :nb]
+    assert ((descale.double() - want) / want).abs().max().item() < 1e-6
+    scale = descale.double().permute(0, 2, 1).repeat_interleave(BLOCK, dim=1)[:, :s, :, None]
+    z = y / scale
+    near_half = ((z - z.floor()) - 0.5).abs() < 1e-4
+    wrong = (q.double() != z.round().clamp(-127, 127)) & ~near_half
+    assert q.dtype == torch.int8 and int(wrong.sum()) == 0
+    # The 64-token apply cannot write pairs, nor the pairs' apply single blocks: refused, the block sizes named.
+    single = apply_instances(d, "int8", False, gluon=False)[0]
+    with pytest.raises(ValueError, match="granularity=block_pair blocks of 128"):
+        fp8attn.quantize(x, dtype="int8", granularity="block_pair", kernel_name=single)
+    with pytest.raises(ValueError, match="granularity=block_pair"):
+        fp8attn.quantize(x, granularity="block_pair", layout="vt_kperm")
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_fused_pipeline_matches_attention_and_needs_no_transpose(causal, seed):
     """q, k, v in BF16 -> fp8attn.quantize (K smoothed, Q and K rotated, V written as key-permuted V^T) ->
@@ -169,13 +200,13 @@ def test_non_finite_inputs_and_static_descale(seed):
     assert torch.equal(qs.float()[keep], z.to(torch.float8_e4m3fn).float()[keep]), "static: x / descale, saturated"
 
 
-def apply_instances(d, dtype, kperm, gluon=True):
-    """The compiled bf16 apply instances of a recipe at head dim d; gluon=False leaves out the Gluon apply (it writes
-    [b, s, h, d] only)."""
+def apply_instances(d, dtype, kperm, gluon=True, block_tokens=BLOCK):
+    """The compiled bf16 apply instances of a recipe at head dim d (blocks of block_tokens: 2 * BLOCK for
+    "block_pair"); gluon=False leaves out the Gluon apply (it writes [b, s, h, d] only)."""
     tag = "i8" if dtype == "int8" else "e4m3"
     return sorted(o["name"] for o in fp8attn.list_operations()
                   if isinstance(o, dict) and o["name"].startswith(f"fp8attn_sm90_quantize_apply_bf16_{tag}_")
-                  and f"x{d}_" in o["name"] and ("_kperm" in o["name"]) == kperm
+                  and f"_{block_tokens}x{d}_" in o["name"] and ("_kperm" in o["name"]) == kperm
                   and (gluon or not o["name"].endswith("_gluon")))
 
 

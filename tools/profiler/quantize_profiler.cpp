@@ -45,6 +45,8 @@ constexpr Recipe kRecipes[] = {
      OutputLayout::kBSHD},
     {"int8_qk (K): int8 per 64-token block, smoothed, rotated", DataType::kI8, Granularity::kPerBlock, true, true,
      OutputLayout::kBSHD},
+    {"int8_qk (K), kpair: int8 per 128 tokens in pairs of 64-token entries, smoothed, rotated", DataType::kI8,
+     Granularity::kPerBlockPair, true, true, OutputLayout::kBSHD},
     {"V^T in the vkperm key order: e4m3 per tensor", DataType::kE4M3, Granularity::kPerTensor, false, false,
      OutputLayout::kVtKeyPermuted},
 };
@@ -175,6 +177,14 @@ Reference reference(std::vector<uint16_t> const& x, QuantizeArguments const& a) 
             r.descale.push_back(descale_of(amax_of(b, h, k * block, std::min(S, (k + 1) * block))));
           }
       break;
+    case Granularity::kPerBlockPair:  // each entry the amax of its 128-token span (both entries of a pair alike)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t k = 0; k < blocks; ++k) {
+            int64_t const span = k / 2 * 2 * block;
+            r.descale.push_back(descale_of(amax_of(b, h, span, std::min(S, span + 2 * block))));
+          }
+      break;
   }
   return r;
 }
@@ -221,7 +231,8 @@ std::string verify(QuantizeArguments const& a, Reference const& ref, std::vector
         switch (a.granularity) {
           case Granularity::kPerTensor: scale = descale[0]; break;
           case Granularity::kPerHead: scale = descale[static_cast<size_t>(b * hkv + h / (H / hkv))]; break;
-          case Granularity::kPerBlock: {
+          case Granularity::kPerBlock:
+          case Granularity::kPerBlockPair: {  // the same per-block layout
             int64_t const blocks = (positions + block - 1) / block;
             scale = descale[static_cast<size_t>((b * H + h) * blocks + pos / block)];
             break;

@@ -92,6 +92,7 @@ struct FmhaDescription {
   int launch_warps;       ///< warps actually launched (warp specialization adds partitions)
   int shared_bytes;       ///< dynamic shared memory per CTA
   KernelFamily family;
+  bool k_descale_paired;  ///< "kpair": one k descale per 128-key tile (FmhaFwd::Arguments::k_descale_paired)
 };
 
 /// Every attention instance compiled into this build, in manifest order.

@@ -18,7 +18,8 @@ None). The function runs fp8attn when it can give the right answer and torch's S
               "fp8_smooth_rotate"  K smoothed (its mean key removed) and Q, K rotated by one random-sign
                               Hadamard matrix before the per-tensor quantization: both exact in real
                               arithmetic, both fused into the quantization kernel;
-              "int8_qk"       Q and K in int8 with one descale per 64 tokens, K smoothed, Q and K rotated as
+              "int8_qk"       Q and K in int8, one descale per 64 tokens of Q and per 128 of K (fp8attn.modes
+                              k_descale_paired), K smoothed, Q and K rotated as
                               in fp8_smooth_rotate; V e4m3 (the INT8 instances: head_dim 64 and 128);
               "fp8_guarded"   "fp8" under a QualityGuard (fp8attn.guard) per layer: a sampled comparison with
                               BF16 every 64 calls switches a layer whose FP8 error exceeds 15% to BF16 for good

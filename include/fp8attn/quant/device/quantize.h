@@ -6,6 +6,10 @@
 //   per tensor    one descale, amax(|y|) / QMAX over the whole tensor                 descale [1]
 //   per head      one per (batch, kv head): the query heads of a GQA group share one   descale [batch, heads_kv]
 //   per block     one per (batch, head, block of kQuantizeBlockTokens tokens)          descale [batch, heads, blocks]
+//   block pair    one per (batch, head, 2 * kQuantizeBlockTokens tokens), written to   descale [batch, heads, blocks]
+//                 both of its blocks' entries (the last alone where it has no pair): the per-block layout, read by
+//                 any per-block attention instance, and with FmhaFwd::Arguments::k_descale_paired by the "kpair"
+//                 ones, which read one k descale per 128-key tile. [batch, seqlen, heads, head_dim] output only.
 //
 // QMAX is 448 for e4m3 and 127 for int8 (symmetric, round to nearest even). Exact transforms applied first
 // (y below): `rotate` multiplies by a random-sign Hadamard matrix over head_dim (Q and K rotated with the same
@@ -31,14 +35,14 @@ namespace fp8attn::quant {
 /// Tokens per block of the per-block granularity: the blocks the attention kernels' per-block descales use.
 inline constexpr int kQuantizeBlockTokens = fmha::kDescaleBlockTokens;
 
-enum class Granularity { kPerTensor, kPerHead, kPerBlock };
+enum class Granularity { kPerTensor, kPerHead, kPerBlock, kPerBlockPair };
 enum class OutputLayout {
   kBSHD,            ///< [batch, seqlen, heads, head_dim] with the output TensorRef's strides
   kVt,              ///< V^T [batch, heads, head_dim, padded_seqlen], packed (the FP8 P.V operand)
   kVtKeyPermuted,   ///< as kVt, keys in the vkperm attention instances' order (fmha::TransposeVArguments)
 };
 
-char const* to_string(Granularity granularity);  ///< "tensor", "head", "block"
+char const* to_string(Granularity granularity);  ///< "tensor", "head", "block", "block_pair"
 char const* to_string(OutputLayout layout);      ///< "bshd", "vt", "vt_kperm"
 
 struct QuantizeArguments {
