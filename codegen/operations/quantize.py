@@ -153,9 +153,20 @@ SM90_SHARED_PER_SM = 233472
 GLUON_APPLY_CTA_OVERHEAD = 1024 + 256
 
 
-def gluon_apply_programs_per_sm(head_dim, stages=GLUON_APPLY_STAGES, out_buffers=GLUON_APPLY_OUT_BUFFERS, most=4):
-    """Programs of the Gluon apply an SM holds by shared memory (D=128: 2, D=64: 4); its persistent grid."""
-    per_cta = gluon_apply_buffer_bytes(head_dim, stages, out_buffers, DESCALE_BLOCK) + GLUON_APPLY_CTA_OVERHEAD
+def gluon_apply_ring(block_s):
+    """(NUM_STAGES, OUT_BUFFERS) of the Gluon apply: 3 and 2 for 64-token blocks; 2 and 1 for 128-token ones
+    (block_pair), whose blocks are twice the bytes: at D=128 that keeps two programs an SM (112 KiB each; 3 and 2
+    would take 160 KiB, one program) with as many input bytes in flight per SM as the 64-token apply."""
+    return (GLUON_APPLY_STAGES, GLUON_APPLY_OUT_BUFFERS) if block_s == DESCALE_BLOCK else (2, 1)
+
+
+def gluon_apply_programs_per_sm(head_dim, stages=None, out_buffers=None, most=4, block_s=DESCALE_BLOCK):
+    """Programs of the Gluon apply an SM holds by shared memory (64-token blocks: D=128 2, D=64 4; 128-token
+    blocks: D=128 2, D=64 4); its persistent grid."""
+    ring_stages, ring_out = gluon_apply_ring(block_s)
+    per_cta = (gluon_apply_buffer_bytes(head_dim, ring_stages if stages is None else stages,
+                                        ring_out if out_buffers is None else out_buffers, block_s)
+               + GLUON_APPLY_CTA_OVERHEAD)
     return max(1, min(most, SM90_SHARED_PER_SM // per_cta))
 
 
@@ -164,7 +175,7 @@ def apply_programs_per_sm(c: QuantizeConfig):
     persistent (as many programs an SM as its shared memory lets reside); the Triton apply's PERSISTENT switch was
     measured and not adopted (docs/perf/NOTES.md, 2026-12-05): 0."""
     if c.family == "gluon":
-        return gluon_apply_programs_per_sm(c.head_dim)
+        return gluon_apply_programs_per_sm(c.head_dim, block_s=c.block_s)
     return 0
 
 
@@ -188,16 +199,18 @@ def compile_spec(c: QuantizeConfig):
         types = {"Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"WIDTH": ROTATION_TABLE_MAX_HEAD_DIM, "ROWS": 16}
     elif c.family == "gluon":
-        if not (c.stage == "apply" and not c.key_permuted and c.head_dim in (64, 128) and c.block_s == DESCALE_BLOCK
-                and c.warps == 4):
+        if not (c.stage == "apply" and not c.key_permuted and c.head_dim in (64, 128) and c.warps == 4 and
+                (c.block_s == DESCALE_BLOCK or (c.block_s == 2 * DESCALE_BLOCK and c.out_dtype == "i8"))):
             raise ValueError(f"{name_of(c)}: the Gluon quantize is an apply to [b, s, h, d] (no kperm), head_dim 64 or "
-                             f"128, blocks of {DESCALE_BLOCK} tokens, 4 warps")
+                             f"128, blocks of {DESCALE_BLOCK} tokens (or {2 * DESCALE_BLOCK} for int8 block_pair), "
+                             "4 warps")
+        stages, out_buffers = gluon_apply_ring(c.block_s)
         types = {"x_desc": gluon_tensordesc(_TRITON_TYPE[c.in_dtype][1:], [1, c.block_s, 1, c.head_dim], 128),
                  "out_desc": gluon_tensordesc(_TRITON_TYPE[c.out_dtype][1:], [1, c.block_s, 1, c.head_dim],
                                               min(128, c.head_dim)),
                  "Descale": "*fp32", "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype]}
         constexprs = {"HEAD_DIM": c.head_dim, "BLOCK_S": c.block_s, "OUT_INT8": c.out_dtype == "i8",
-                      "NUM_STAGES": GLUON_APPLY_STAGES, "OUT_BUFFERS": GLUON_APPLY_OUT_BUFFERS}
+                      "NUM_STAGES": stages, "OUT_BUFFERS": out_buffers}
         return params, types, constexprs, c.warps, 1  # the ring's depth is NUM_STAGES; no Triton pipelining
     elif c.stage == "stats":
         types = {"X": _TRITON_TYPE[c.in_dtype], "Mean": "*fp32", "Rotation": _TRITON_TYPE[c.in_dtype],
@@ -221,10 +234,12 @@ def compile_spec(c: QuantizeConfig):
 
 
 def check_sass(c, mma_counts, sass="", ttgir=""):
-    """The Gluon apply rotates with one bf16/f16 wgmma chain a block (HEAD_DIM / 16 HGMMA); the Triton stages are
+    """The Gluon apply rotates with one bf16/f16 wgmma chain a 64-row block (HEAD_DIM / 16 HGMMA, twice for a
+    128-token block); the Triton stages are
     memory-bound and their small MMA is not a throughput path."""
-    if c.family == "gluon" and mma_counts.get("HGMMA", 0) != c.head_dim // 16:
-        raise RuntimeError(f"{name_of(c)}: expected {c.head_dim // 16} HGMMA (the rotation) in SASS ({mma_counts})")
+    expected = c.block_s // DESCALE_BLOCK * c.head_dim // 16
+    if c.family == "gluon" and mma_counts.get("HGMMA", 0) != expected:
+        raise RuntimeError(f"{name_of(c)}: expected {expected} HGMMA (the rotation) in SASS ({mma_counts})")
 
 
 def requires(c: QuantizeConfig):

@@ -20,6 +20,11 @@ minus the same mean, and the descale and quantized values come from the Triton a
 (quantize_triton.quantize_block, called here on y in this kernel's layout). Rows past seqlen are zero (TMA's fill;
 after smoothing, masked to zero) and never stored (TMA clips the store).
 
+BLOCK_S = 128 (the block_pair granularity, int8 K for the kpair attention instances): one descale per 128 tokens,
+from the amax of both 64-row halves, written to both of the block's 64-token entries of Descale [batch, heads,
+cdiv(seqlen, 64)] (the second only where it exists), as the Triton apply's PAIRED path; the rotation is two
+64-row wgmmas of the same chain (rows are independent), so the bytes are the Triton paired apply's.
+
 Host TMA descriptors (Triton order, innermost last):
     x_desc    X    [batch, seqlen, heads, HEAD_DIM]  bf16/fp16   block [1, BLOCK_S, 1, HEAD_DIM]
     out_desc  Out  [batch, seqlen, heads, HEAD_DIM]  e4m3/int8   block [1, BLOCK_S, 1, HEAD_DIM]
@@ -73,7 +78,9 @@ def quantize_apply_gluon_kernel(
     HEAD_DIM: gl.constexpr, BLOCK_S: gl.constexpr, OUT_INT8: gl.constexpr, NUM_STAGES: gl.constexpr,
     OUT_BUFFERS: gl.constexpr,
 ):
-    gl.static_assert(BLOCK_S == 64, "one wgmma M extent (64 rows over the 4 warps) per block")
+    # 64 rows: one wgmma M extent over the 4 warps; 128: a block_pair block (two of them, one descale).
+    gl.static_assert(BLOCK_S == 64 or (BLOCK_S == 128 and OUT_INT8), "blocks of 64 tokens, or 128 (int8 block_pair)")
+    PAIRED: gl.constexpr = BLOCK_S == 128
     gl.static_assert(HEAD_DIM == 64 or HEAD_DIM == 128, "head_dim 64 or 128 (256 rotates by factors: Triton apply)")
     gl.static_assert(gl.num_warps() == 4, "one warpgroup")
     # The rotation's accumulator, and the layout every later step keeps (no data moves between them).
@@ -135,7 +142,15 @@ def quantize_apply_gluon_kernel(
             mean = gl.load(Mean + bh.to(gl.int64) * HEAD_DIM + offs_d)
             y = gl.where((blk * BLOCK_S + offs_s < seqlen)[:, None], y - mean[None, :], 0.0)
         # The descale and the quantized values: the Triton apply's own function, on y in this kernel's layout.
-        q = quantize_block(y, item, bh, Descale, per_block, group, OUT_INT8)
+        if PAIRED:
+            # num_blocks counts 128-token blocks here; Descale keeps its 64-token entries (quantize_triton's
+            # _quantize_store, PAIRED).
+            entries = gl.cdiv(seqlen, BLOCK_S // 2)
+            slot = bh * entries + 2 * blk
+            q = quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8,
+                               gl.where(2 * blk + 1 < entries, slot + 1, -1), True)
+        else:
+            q = quantize_block(y, item, bh, Descale, per_block, group, OUT_INT8)
 
         # The store that last used this output buffer (OUT_BUFFERS items ago) has read it; then every warp writes
         # its part.

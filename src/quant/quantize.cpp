@@ -109,9 +109,6 @@ bool gluon_apply_preferred(Arguments const& a) { return a.rotate && (a.smooth ||
 /// (tma_stride's substitute where a dimension has extent 1). An empty problem launches nothing: "".
 std::string gluon_apply_refusal(Arguments const& a) {
   if (vt_layout(a)) return std::string("layout=") + to_string(a.layout) + " (it writes [b, s, h, d] only)";
-  if (a.granularity == Granularity::kPerBlockPair) {
-    return "granularity=block_pair (its blocks are " + num(kQuantizeBlockTokens) + " tokens)";
-  }
   if (a.batch == 0 || a.seqlen == 0) return "";
   for (auto [tensor, t, bytes] : {std::tuple<char const*, fmha::TensorRef const*, int>{"input", &a.input,
                                                                                       size_of(a.input_type)},

@@ -217,7 +217,7 @@ class Manifest(unittest.TestCase):
         for c in manifest.every_instance():  # the quantize programs' block is the descale block
             if isinstance(c, QuantizeConfig) and c.stage in ("apply", "stats"):
                 # or two of them: the int8 [b, s, h, d] applies of the block_pair granularity
-                pair = c.stage == "apply" and c.out_dtype == "i8" and not c.key_permuted and c.family == "triton"
+                pair = c.stage == "apply" and c.out_dtype == "i8" and not c.key_permuted
                 self.assertIn(c.block_s, (DESCALE_BLOCK_TOKENS, 2 * DESCALE_BLOCK_TOKENS) if pair
                               else (DESCALE_BLOCK_TOKENS,), name_of(c))
 
@@ -268,16 +268,19 @@ class Manifest(unittest.TestCase):
             for d in (64, 128):
                 self.assertTrue(any(c.qk_type == "i8" and c.v_type == "e4m3" and c.block_descale and c.head_dim == d
                                     and c.causal == causal for c in fmha), (d, causal))
-        # 1-3 s each: 6 apply, 3 key-permuted apply, 4 Gluon apply (Q and K at D=64 and 128), 2 int8 applies of
-        # 128-token blocks (block_pair: the int8_qk mode's K at D=64 and 128), the stats stages, reduce and the bf16
-        # rotation stage
-        self.assertLessEqual(len(quantize), 20)
-        self.assertEqual(sorted(c.head_dim for c in quantize if c.stage == "apply" and c.block_s == 128),
-                         [64, 128], "int8 block_pair applies at the INT8 attention's head dims")
+        # 1-3 s each: 6 apply, 3 key-permuted apply, 4 Gluon apply (Q and K at D=64 and 128), 4 int8 applies of
+        # 128-token blocks (block_pair: the int8_qk mode's K at D=64 and 128, Gluon and Triton), the stats stages,
+        # reduce and the bf16 rotation stage
+        self.assertLessEqual(len(quantize), 22)
+        self.assertEqual(sorted((c.head_dim, c.family) for c in quantize if c.stage == "apply" and c.block_s == 128),
+                         [(64, "gluon"), (64, "triton"), (128, "gluon"), (128, "triton")],
+                         "int8 block_pair applies at the INT8 attention's head dims, the Gluon one and the Triton one")
         applies = [c for c in quantize if c.stage == "apply" and c.family == "triton" and c.block_s == 64]
-        # The Gluon apply writes [b, s, h, d] only: Q and K in both output types, head dims 64 and 128.
-        self.assertEqual(sorted((c.out_dtype, c.head_dim) for c in quantize if c.family == "gluon"),
-                         [("e4m3", 64), ("e4m3", 128), ("i8", 64), ("i8", 128)])
+        # The Gluon apply writes [b, s, h, d] only: Q and K in both output types, head dims 64 and 128, 64-token
+        # blocks; int8 K in 128-token blocks too (block_pair).
+        self.assertEqual(sorted((c.out_dtype, c.head_dim, c.block_s) for c in quantize if c.family == "gluon"),
+                         [("e4m3", 64, 64), ("e4m3", 128, 64), ("i8", 64, 64), ("i8", 64, 128), ("i8", 128, 64),
+                          ("i8", 128, 128)])
         for out in ("e4m3", "i8"):
             self.assertEqual(sorted(c.head_dim for c in applies if c.out_dtype == out and not c.key_permuted),
                              list(manifest.HEAD_DIMS), f"bf16 -> {out} at every head dim")

@@ -178,15 +178,24 @@ int main() {
   }
   {
     // block_pair: INT8 K in 128-token blocks, each descale in both of its 64-token entries (the per-block layout),
-    // through the 128-token Triton apply (the Gluon one takes 64-token blocks only), [b, s, h, d] only.
+    // through a 128-token apply: the Gluon one for int8_qk's smoothed and rotated K (as for 64-token blocks:
+    // gluon_apply_preferred), the Triton one forced by name or where no Gluon pair apply is compiled; [b, s, h, d]
+    // only.
     std::string const paired_apply = "fp8attn_sm90_quantize_apply_bf16_i8_128x128_w8";
+    std::string const paired_gluon = "fp8attn_sm90_quantize_apply_bf16_i8_128x128_w4_gluon";
     auto a = valid(128);
     a.output_type = DataType::kI8;
     a.granularity = Granularity::kPerBlockPair;
-    a.smooth = a.rotate = true;  // int8_qk's K recipe: the Gluon apply's preference does not apply to pairs
+    a.smooth = a.rotate = true;  // int8_qk's K recipe
     if (fp8attn::library::find_operation(paired_apply) != nullptr) {
       std::string pick;
-      CHECK(Quantize::select_kernel(a, &pick).ok() && pick == paired_apply, "the block_pair pick: " + pick);
+      bool const gluon_pairs = fp8attn::library::find_operation(paired_gluon) != nullptr;
+      CHECK(Quantize::select_kernel(a, &pick).ok() && pick == (gluon_pairs ? paired_gluon : paired_apply),
+            "the block_pair pick: " + pick);
+      auto unrotated = a;
+      unrotated.rotate = unrotated.smooth = false;  // not a recipe the Gluon apply is preferred for
+      CHECK(Quantize::select_kernel(unrotated, &pick).ok() && pick == paired_apply,
+            "the unrotated block_pair pick: " + pick);
       CHECK(Quantize::descale_count(a) == 2 * 4 * 16, "block_pair: the per-block layout, ceil(1000 / 64) entries");
       auto b = a;
       b.kernel_name = "fp8attn_sm90_quantize_apply_bf16_i8_64x128_w4";  // a 64-token apply cannot write pairs
@@ -198,8 +207,23 @@ int main() {
       expect_error(b, StatusCode::kErrorNotSupported, "blocks of 128 tokens, granularity=block blocks of 64",
                    "the paired apply forced with block");
       b = a;
-      b.kernel_name = paired_apply + "_gluon";
-      expect_error(b, StatusCode::kErrorKernelNotFound, "kernel_name=" + paired_apply + "_gluon", "no Gluon pairs");
+      b.kernel_name = paired_apply + "_gluon";  // the Gluon pair apply has 4 warps, not 8
+      expect_error(b, StatusCode::kErrorKernelNotFound, "kernel_name=" + paired_apply + "_gluon", "no such name");
+      if (gluon_pairs) {
+        b = a;
+        b.kernel_name = paired_apply;  // the Triton pair apply forced by name over the Gluon pick
+        CHECK(Quantize::select_kernel(b, &pick).ok() && pick == paired_apply, "the Triton pairs by name: " + pick);
+        b = a;
+        b.granularity = Granularity::kPerBlock;
+        b.kernel_name = paired_gluon;  // the Gluon pair apply cannot write single blocks either
+        expect_error(b, StatusCode::kErrorNotSupported, "blocks of 128 tokens, granularity=block blocks of 64",
+                     "the Gluon pair apply forced with block");
+        b = a;
+        b.input.stride_b = 0;  // a stride TMA cannot take: the pick is the Triton pair apply
+        CHECK(Quantize::select_kernel(b, &pick).ok() && pick == paired_apply, "the pairs' pick, stride 0: " + pick);
+        b.kernel_name = paired_gluon;  // and the Gluon pair apply forced onto it is refused
+        expect_error(b, StatusCode::kErrorNotSupported, "cannot take input.stride_b=0", "the Gluon pairs, stride 0");
+      }
     }
     auto vt = a;
     vt.output_type = DataType::kE4M3;

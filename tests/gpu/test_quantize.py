@@ -217,7 +217,7 @@ def test_every_apply_instance_same_bits(d, seed):
     both key orders; an odd number of blocks, a partial last block, Inf and NaN inputs), and a name that is not
     compiled is refused. The default set has the Triton apply of every recipe and, for the [b, s, h, d] recipes at
     head dims 64 and 128, the Gluon apply (kernels/quantize/quantize_apply_gluon.py, the pick for rotated ones), each compared
-    here against the other; a build with candidate apply instances (a manifest's extra set) compares each against the pick. The Gluon
+    here against the other, and the two 128-token applies of block_pair likewise; a build with candidate apply instances (a manifest's extra set) compares each against the pick. The Gluon
     apply forced onto a V^T layout is refused with the layout named."""
     x = x_of((2, 1000, 3, d), seed)
     x[1, 900, 2, 3], x[0, 70, 1, 0] = float("inf"), float("nan")
@@ -238,14 +238,22 @@ def test_every_apply_instance_same_bits(d, seed):
             torch.cuda.synchronize()
             assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), f"{name}, {recipe}: bytes differ"
             assert torch.equal(got_d, want_d), f"{name}, {recipe}: descales differ"
+    # block_pair (int8_qk's K): every 128-token apply (the Gluon one, the pick, and the Triton one) alike.
+    pair = dict(dtype="int8", granularity="block_pair", smooth=True, rotate=True, seed=7)
+    want, want_d = fp8attn.quantize(x, **pair)
+    for name in apply_instances(d, "int8", False, block_tokens=2 * BLOCK):
+        got, got_d = fp8attn.quantize(x, kernel_name=name, **pair)
+        torch.cuda.synchronize()
+        assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), f"{name}, block_pair: bytes differ"
+        assert torch.equal(got_d, want_d), f"{name}, block_pair: descales differ"
     # A [b, s, h, d] view of a [b, h, s, d] tensor (heads apart by a whole sequence): the strides the TMA
     # descriptors of the Gluon apply take from the view.
     xt = x_of((2, 3, 1000, d), seed).transpose(1, 2)
-    recipe = recipes[0]
-    want, want_d = fp8attn.quantize(xt, **recipe)
-    for name in apply_instances(d, recipe["dtype"], False):
-        got, got_d = fp8attn.quantize(xt, kernel_name=name, **recipe)
-        assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)) and torch.equal(got_d, want_d), name
+    for recipe, block_tokens in ((recipes[0], BLOCK), (pair, 2 * BLOCK)):
+        want, want_d = fp8attn.quantize(xt, **recipe)
+        for name in apply_instances(d, recipe["dtype"], False, block_tokens=block_tokens):
+            got, got_d = fp8attn.quantize(xt, kernel_name=name, **recipe)
+            assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)) and torch.equal(got_d, want_d), name
     with pytest.raises(ValueError, match="kernel_name=nope"):
         fp8attn.quantize(x, kernel_name="nope")
 
