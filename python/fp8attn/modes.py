@@ -50,8 +50,9 @@ _VT_KPERM = _vt_kperm_problems()
 
 
 def _pair_apply_dims():
-    """Head dims with the 128-token int8 apply for BF16 input (quantize granularity "block_pair"). Read once, at
-    import, like _VT_KPERM."""
+    """Head dims with the 128-token Triton int8 apply for BF16 input (quantize granularity "block_pair"; the Gluon
+    one, the pick where TMA takes K's strides, is not counted: it cannot take every K). Read once, at import, like
+    _VT_KPERM."""
     from ._fp8attn_ext import list_operations
 
     return frozenset(int(m.group(1)) for m in (re.search(r"quantize_apply_bf16_i8_128x(\d+)_w\d+$", o["name"])
