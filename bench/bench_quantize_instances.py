@@ -1,8 +1,9 @@
 """Every compiled quantize apply instance forced by name beside the library's pick (fp8attn.quantize(...,
 kernel_name=NAME)), timed interleaved on the same input (candidates come from a build of the manifest's extra set;
 the default set has only the pick), on the recipes the accuracy modes run: int8 per 64-token
-block with rotation (Q of int8_qk) and with smoothing too (its K), e4m3 per tensor (fp8's Q and K), e4m3 V^T in the
-key-permuted order (every FP8 mode's V). Each forced output is checked byte for byte against the pick's first.
+block with rotation (Q of int8_qk) and with smoothing too, the same K per 128 tokens (block_pair: int8_qk's K, the
+Gluon and the Triton 128-token applies), e4m3 per tensor (fp8's Q and K), e4m3 V^T in the key-permuted order (every
+FP8 mode's V). Each forced output is checked byte for byte against the pick's first.
 
     PYTHONPATH=build/python python3 bench/bench_quantize_instances.py [--csv out.csv]
 
@@ -22,6 +23,7 @@ SHAPES = [(16, 2048, 32, 128), (4, 8192, 64, 64)]  # (batch, seqlen, heads, head
 RECIPES = {
     "int8_q": dict(dtype="int8", granularity="block", rotate=True, seed=1),
     "int8_k": dict(dtype="int8", granularity="block", rotate=True, smooth=True, seed=1),
+    "int8_k_pair": dict(dtype="int8", granularity="block_pair", rotate=True, smooth=True, seed=1),  # int8_qk's K
     "e4m3_qk": dict(dtype="e4m3", granularity="tensor"),
     "e4m3_v": dict(dtype="e4m3", granularity="tensor", layout="vt_kperm"),
 }
@@ -30,9 +32,10 @@ RECIPES = {
 def apply_instances(fp8attn, d, recipe):
     tag = "i8" if recipe["dtype"] == "int8" else "e4m3"
     kperm = recipe.get("layout") == "vt_kperm"
+    tokens = 128 if recipe.get("granularity") == "block_pair" else 64  # the applies' block: 64 tokens, 128 for pairs
     return sorted(o["name"] for o in fp8attn.list_operations()
                   if isinstance(o, dict) and o["name"].startswith(f"fp8attn_sm90_quantize_apply_bf16_{tag}_")
-                  and f"x{d}_" in o["name"] and ("_kperm" in o["name"]) == kperm)
+                  and f"_{tokens}x{d}_" in o["name"] and ("_kperm" in o["name"]) == kperm)
 
 
 def main():

@@ -156,7 +156,9 @@ GLUON_APPLY_CTA_OVERHEAD = 1024 + 256
 def gluon_apply_ring(block_s):
     """(NUM_STAGES, OUT_BUFFERS) of the Gluon apply: 3 and 2 for 64-token blocks; 2 and 1 for 128-token ones
     (block_pair), whose blocks are twice the bytes: at D=128 that keeps two programs an SM (112 KiB each; 3 and 2
-    would take 160 KiB, one program) with as many input bytes in flight per SM as the 64-token apply."""
+    would take 160 KiB, one program) with more input bytes in flight per SM than the 64-token apply (128 KiB against
+    96); at D=64 four programs (48 KiB each, the cap; 3 and 2 would fit three), 128 KiB in flight against 96. Chosen
+    by these counts, not timed against other rings (the next check: bench_quantize_instances.py's int8_k_pair)."""
     return (GLUON_APPLY_STAGES, GLUON_APPLY_OUT_BUFFERS) if block_s == DESCALE_BLOCK else (2, 1)
 
 

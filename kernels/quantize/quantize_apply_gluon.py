@@ -1,7 +1,8 @@
 """The quantize operation's apply stage in Gluon: persistent, with the input blocks streamed in by TMA.
 
 The same computation as quantize_triton.py's quantize_apply_kernel for the [b, s, h, d] output (Q and K; the V^T
-layouts stay there), head dims 64 and 128, and the same result byte for byte (bench/sweep_quantize.py checks it):
+layouts stay there), head dims 64 and 128, and the same result byte for byte (the GPU tests compare them,
+tests/gpu/test_quantize.py; bench/sweep_quantize.py too for 64-token blocks):
 y = x diag(signs) H / sqrt(d) (rotate), minus the head's mean (smooth), then a descale (this block's finite amax /
 QMAX with per_block, else the one read from Descale[bh // group]) and q = saturate(y / descale) in e4m3 or int8.
 
@@ -10,9 +11,10 @@ before the rotation and for the rotation before its stores, and stages the rotat
 memory again for every 16 KiB block it rotates. The rotated int8 applies read 1.1-1.4 TB/s where the unrotated
 e4m3 ones read ~2.9 (docs/perf/NOTES.md, 2026-12-04). Here a program walks blocks pid, pid + programs, ... with
 NUM_STAGES of them in flight through TMA (an mbarrier per slot), keeps the rotation matrix in shared memory for its
-whole life (one load), rotates with one wgmma chain per block (x from shared memory, the matrix as the N-major B
-operand: 16-bit wgmma takes it), and stores the quantized block through shared memory and a TMA store that runs
-under the next block's work (two output buffers).
+whole life (one load), rotates with one wgmma chain per 64 rows of a block (x from shared memory, the matrix as the
+N-major B operand: 16-bit wgmma takes it), and stores the quantized block through shared memory and a TMA store that
+runs under the next block's work (OUT_BUFFERS output buffers: codegen's gluon_apply_ring, 2 for 64-token blocks, 1
+for 128-token ones).
 
 Same numbers as the Triton kernel: the rotation is the same product (wgmma, K = 16 per instruction, in ascending
 order, float32 accumulation: the Triton apply's tl.dot lowers to the same HGMMA chain), times the same 1/sqrt(d),
@@ -28,7 +30,9 @@ cdiv(seqlen, 64)] (the second only where it exists), as the Triton apply's PAIRE
 Host TMA descriptors (Triton order, innermost last):
     x_desc    X    [batch, seqlen, heads, HEAD_DIM]  bf16/fp16   block [1, BLOCK_S, 1, HEAD_DIM]
     out_desc  Out  [batch, seqlen, heads, HEAD_DIM]  e4m3/int8   block [1, BLOCK_S, 1, HEAD_DIM]
-Descale: per_block, [batch, heads, num_blocks] written (slot = item); else read at bh // group. Mean: [batch *
+Descale: per_block, [batch, heads, cdiv(seqlen, 64)] written (64-token blocks: slot = item, num_blocks being that
+count; 128-token blocks: num_blocks = cdiv(seqlen, 128), entries 2 blk and 2 blk + 1); else read at bh // group.
+Mean: [batch *
 heads, HEAD_DIM] float32 (the stats and reduce stages'). Rotation: diag(signs) H [HEAD_DIM, HEAD_DIM] in x's type,
 row-major (quantize_rotation_kernel's table). num_items = batch * heads * num_blocks; the grid is at most that.
 """
@@ -91,9 +95,10 @@ def quantize_apply_gluon_kernel(
     INV_SQRT_D: gl.constexpr = inv_sqrt(HEAD_DIM)
 
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [NUM_STAGES] + x_desc.block_type.shape, x_desc.layout)
-    # NUM_STAGES and OUT_BUFFERS: codegen/operations/quantize.py's (GLUON_APPLY_*), or a sweep's.
+    # NUM_STAGES and OUT_BUFFERS: codegen/operations/quantize.py's (gluon_apply_ring), or a sweep's.
     # OUT_BUFFERS = 1: a store must have read its buffer before the next block's values go in,
-    # and the shared memory saved lets one more program reside on an SM (D=128 with a ring of 2: 3 instead of 2).
+    # and the shared memory saved lets one more program reside on an SM (64-token blocks at D=128 with a ring of 2:
+    # 3 instead of 2; 128-token blocks at D=128: 2 instead of 1).
     out_bufs = gl.allocate_shared_memory(out_desc.dtype, [OUT_BUFFERS] + out_desc.block_type.shape, out_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(NUM_STAGES):

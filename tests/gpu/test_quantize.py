@@ -258,6 +258,27 @@ def test_every_apply_instance_same_bits(d, seed):
         fp8attn.quantize(x, kernel_name="nope")
 
 
+@pytest.mark.parametrize("s", [64, 100, 129, 960, 1000])
+def test_block_pair_applies_agree(s, seed):
+    """Every 128-token apply (block_pair: the Gluon one, the pick for int8_qk's K, and the Triton one) writes the same
+    bytes and descales at lengths where a block is taller than the sequence (64, 100), where the last block has one
+    token (129), where its second 64-token entry does not exist (960) and where it does (1000); Inf and NaN inside."""
+    for d in (64, 128):
+        names = apply_instances(d, "int8", False, block_tokens=2 * BLOCK)
+        if len(names) < 2:
+            pytest.skip("fewer than two 128-token int8 applies in this build")
+        x = x_of((2, s, 3, d), seed)
+        x[1, s - 1, 2, 3], x[0, s // 2, 1, 0] = float("inf"), float("nan")
+        pair = dict(dtype="int8", granularity="block_pair", smooth=True, rotate=True, seed=7)
+        want, want_d = fp8attn.quantize(x, **pair)
+        assert want_d.shape == (2, 3, -(-s // BLOCK))
+        for name in names:
+            got, got_d = fp8attn.quantize(x, kernel_name=name, **pair)
+            torch.cuda.synchronize()
+            assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), f"{name}, S={s}: bytes differ"
+            assert torch.equal(got_d, want_d), f"{name}, S={s}: descales differ"
+
+
 def test_errors(seed):
     x = x_of((1, 64, 2, 64), seed)
     with pytest.raises(ValueError, match="x: dtype torch.float8_e4m3fn"):
