@@ -25,6 +25,8 @@
 #   int8       INT8 Q.K^T at D=64: bench/sweep_gluon.py --int8 over the kernel's settings (INT8_VARIANTS overrides,
 #              INT8_SEQLENS narrows the points, INT8_HEAD_DIMS=64,128 adds D=128), then bench/bench_int8_instances.py,
 #              every compiled INT8 instance by name (~4 min; INT8_INSTANCES=0 skips the second part)
+#   ratio      issue 7's int8_qk / fp8 end to end over the suite, the modes timed after each other and each settled
+#              (bench_int8_instances.py --modes-only), then bench_quantize_instances.py (~4 min)
 #   quantsweep bench/sweep_quantize.py: the quantize kernels' variants through the JIT on the accuracy modes' recipes
 #              (QUANT_VARIANTS overrides the list; the default: the library's apply against the Gluon apply),
 #              apply alone and the whole quantization, outputs checked byte for byte; under a minute; needs no build
@@ -219,6 +221,21 @@ if step int8; then
       --csv "$OUT/int8_instances.csv" > "$OUT/int8_instances.txt" 2>&1 || status=1
     cat "$OUT/int8_instances.txt"
   fi
+fi
+if step ratio; then
+  # Issue 7's ratio, int8_qk / fp8 end to end (quantization included), on every point of the standard suite the
+  # build has INT8 instances for, timed two ways: the two modes right after each other, and each settled (100 ms of
+  # its own calls before every sample: each at the clock its own power draw settles to; docs/perf/NOTES.md,
+  # 2026-12-06, twenty-third session); then every quantize apply instance by name (the Gluon and Triton applies of
+  # each recipe, int8_qk's K per 128 tokens among them).
+  for settle in 0 100; do
+    PYTHONPATH=build/python timeout 240 python3 bench/bench_int8_instances.py --end-to-end --modes-only \
+      --settle-ms $settle --csv "$OUT/ratio_settle$settle.csv" > "$OUT/ratio_settle$settle.txt" 2>&1 || status=1
+    echo "settle ${settle} ms:"; grep "int8_qk / fp8" "$OUT/ratio_settle$settle.txt"
+  done
+  PYTHONPATH=build/python timeout 200 python3 bench/bench_quantize_instances.py --csv "$OUT/quantize_instances.csv" \
+    > "$OUT/quantize_instances.txt" 2>&1 || status=1
+  cat "$OUT/quantize_instances.txt"
 fi
 if step quantsweep; then
   # The quantize kernels' variants through the JIT, outputs checked byte for byte (QUANT_VARIANTS overrides the
