@@ -300,7 +300,12 @@ def _extra_instances():
     # causal 589 / 588). The kernel switch stays (INT8 uses it, the sweep can try it).
     # INT8 Q.K^T at D=64 with the row sums from the tensor cores ("lsum": l from the rounded P that P.V uses), for
     # issue 7's perplexity at windows of 8192; 1-5% slower than the plain ones (H200, 2026-12-03, sweep).
-    rows += [_gluon(causal, 2, head_dim=64, int8=True, lsum=True) for causal in (False, True)]
+    lsum = [_gluon(causal, 2, head_dim=64, int8=True, lsum=True) for causal in (False, True)]
+    # With their kpair twins (int8_qk's K per 128 tokens): candidates for D=64 causal, where int8_qk runs at 0.79-0.82
+    # of fp8 settled (H100, 2026-12-06). SASS of the steady key loop per consumer warpgroup, causal: 450 instructions
+    # a tile against the plain kpair twin's 501 (the row sums' 64 FADD a tile off the FMA pipe; no spill). Their cost
+    # is accuracy (l from the rounded P: +0.03 / +0.08 points of perplexity before the rotation, 2026-12-03).
+    rows += lsum + [replace(r, k_descale_paired=True) for r in lsum]
     # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
     # (at D=128 ptxas spills 33 registers inside the loop).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
