@@ -306,6 +306,13 @@ def _extra_instances():
     # a tile against the plain kpair twin's 501 (the row sums' 64 FADD a tile off the FMA pipe; no spill). Their cost
     # is accuracy (l from the rounded P: +0.03 / +0.08 points of perplexity before the rotation, 2026-12-03).
     rows += lsum + [replace(r, k_descale_paired=True) for r in lsum]
+    # The 192-row INT8 instance at D=64 causal, with its kpair twin: candidates for D=64 causal from S=8192 (the
+    # library's 192-row D=64 instance is full attention only). Through the JIT on an H100 (2026-12-06, twenty-second
+    # session) it ran S=8192 causal at 516-518 TFLOP/s against the single-warpgroup kernel's 485-497, and S=2048
+    # causal at 324-326 against 428-429. SASS: 498 instructions a tile in the steady key loop (the full instance's
+    # 497), 2-3 local accesses in the loop, no ptxas serialization.
+    c3_causal = [_gluon(True, 2, head_dim=64, int8=True, block_m=192)]
+    rows += c3_causal + [replace(r, k_descale_paired=True) for r in c3_causal]
     # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
     # (at D=128 ptxas spills 33 registers inside the loop).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
