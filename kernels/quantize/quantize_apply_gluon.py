@@ -32,9 +32,9 @@ Host TMA descriptors (Triton order, innermost last):
     out_desc  Out  [batch, seqlen, heads, HEAD_DIM]  e4m3/int8   block [1, BLOCK_S, 1, HEAD_DIM]
 Descale: per_block, [batch, heads, cdiv(seqlen, 64)] written (64-token blocks: slot = item, num_blocks being that
 count; 128-token blocks: num_blocks = cdiv(seqlen, 128), entries 2 blk and 2 blk + 1); else read at bh // group.
-Mean: [batch *
-heads, HEAD_DIM] float32 (the stats and reduce stages'). Rotation: diag(signs) H [HEAD_DIM, HEAD_DIM] in x's type,
-row-major (quantize_rotation_kernel's table). num_items = batch * heads * num_blocks; the grid is at most that.
+Mean: [batch * heads, HEAD_DIM] float32 (the stats and reduce stages'). Rotation: diag(signs) H [HEAD_DIM, HEAD_DIM]
+in x's type, row-major (quantize_rotation_kernel's table). num_items = batch * heads * num_blocks; the grid is at
+most that.
 """
 
 from triton.experimental import gluon
