@@ -12,7 +12,8 @@ window but the first predicted from the ones before it.
         --modes sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate,int8_qk --windows 2048,8192 --csv out.csv --generate
 
 A CPU check of the script itself (no fp8attn involved): --device cpu --dtype float32 --modes sdpa --windows 1024
---max-tokens 8192 gives 13.4430 with Python 3.11.7's corpus.
+--max-tokens 8192 gives 13.4430 with Python 3.11.7's corpus; the emulated modes need no fp8attn either (with
+--modes sdpa,emu_q64,emu_qtok on that check: 13.4580 and 13.4532, 2026-12-06).
 """
 
 import argparse
@@ -65,11 +66,59 @@ def perplexity(model, tokens, window, max_windows):
     return math.exp(nll / predicted), count
 
 
+# Emulated modes (torch only, no fp8attn kernel): Q and K rounded to int8 as int8_qk rounds them (K smoothed by its
+# mean over the window, Q and K rotated by a random-sign Hadamard matrix, round to nearest even, amax / 127), Q with
+# one descale per EMULATED[mode] tokens (1: per token), K per 128; then dequantized, and attention computed by SDPA in
+# float32 with P and V exact. Comparing them isolates what Q's descale granularity costs the model
+# (bench/emulate_q_descale_block.py measures the same on synthetic inputs).
+EMULATED = {"emu_q64": 64, "emu_q16": 16, "emu_qtok": 1}
+
+
+def _int8_round(x, block):
+    """x [B, H, S, D] float32 -> its int8 values times their descales, one descale per `block` tokens of a head."""
+    b, h, s, d = x.shape
+    n = -(-s // block)
+    padded = torch.nn.functional.pad(x, (0, 0, 0, n * block - s)).reshape(b, h, n, block, d)
+    scale = padded.abs().amax(dim=(3, 4), keepdim=True) / 127.0
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return (torch.round(padded / scale).clamp(-127, 127) * scale).reshape(b, h, n * block, d)[:, :, :s]
+
+
+def _emulated_attention(q_block):
+    def forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
+        d = query.shape[-1]
+        h = torch.tensor([[1.0]], device=query.device)
+        while h.shape[0] < d:
+            h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+        signs = torch.where(torch.rand(d, generator=torch.Generator().manual_seed(0)) < 0.5, -1.0, 1.0)
+        rotation = (h * signs.to(query.device)[:, None]) / math.sqrt(d)
+        q = _int8_round(query.float() @ rotation, q_block)
+        k = key.float()
+        k = _int8_round((k - k.mean(dim=2, keepdim=True)) @ rotation, 128)
+        groups = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(groups, 1), value.float().repeat_interleave(groups, 1)
+        causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=None if attention_mask is None else attention_mask,
+            is_causal=causal and attention_mask is None and q.shape[2] > 1, scale=scaling)
+        return out.to(query.dtype).transpose(1, 2).contiguous(), None
+    return forward
+
+
 def use(model, mode):
     """mode: "sdpa" or an fp8attn mode of the integration (fp8attn.integrations.transformers.MODES); "int8_qk_k64":
-    int8_qk with K per 64 tokens (fp8attn.modes.INT8_QK_K_PAIRS off), the recipe before K per 128."""
+    int8_qk with K per 64 tokens (fp8attn.modes.INT8_QK_K_PAIRS off), the recipe before K per 128; EMULATED's:
+    int8_qk's Q.K^T rounding in torch, Q per 64 / 16 tokens or per token."""
     if mode == "sdpa":
         model.set_attn_implementation("sdpa")
+        return
+    if mode in EMULATED:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+        AttentionInterface.register(mode, _emulated_attention(EMULATED[mode]))
+        AttentionMaskInterface.register(mode, sdpa_mask)
+        model.set_attn_implementation(mode)
         return
     import fp8attn.integrations.transformers as fp8attn_hf
     import fp8attn.modes
@@ -81,7 +130,7 @@ def use(model, mode):
 
 
 def fallbacks(mode):
-    if mode == "sdpa":
+    if mode == "sdpa" or mode in EMULATED:
         return ""
     import fp8attn.integrations.transformers as fp8attn_hf
 
@@ -113,7 +162,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gguf", required=True, help="path of SmolLM2-135M-Instruct.Q4_1.gguf")
     ap.add_argument("--modes", default="sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate,int8_qk",
-                    help="sdpa, fp8attn's modes, or int8_qk_k64 (int8_qk with K per 64 tokens instead of 128)")
+                    help="sdpa, fp8attn's modes, int8_qk_k64 (int8_qk with K per 64 tokens instead of 128), or "
+                         "the emulated emu_q64, emu_q16, emu_qtok (int8_qk's Q.K^T rounding in torch, Q per 64, "
+                         "16 or 1 tokens)")
     ap.add_argument("--windows", default="2048,8192")
     ap.add_argument("--max-windows", type=int, default=0, help="per window size; 0: the whole corpus")
     ap.add_argument("--max-tokens", type=int, default=0, help="use only the corpus's first N tokens")
@@ -159,7 +210,8 @@ def main():
             ppl = next(r["perplexity"] for r in rows if r["mode"] == mode and r["window"] == w)
             change = f"{100 * (ppl / base[w] - 1):+.2f}%" if w in base and mode != "sdpa" else ""
             cells.append(f"{ppl:.4f} | {change}")
-        print(f"| {'SDPA' if mode == 'sdpa' else 'fp8attn ' + mode} | " + " | ".join(cells) + " |")
+        label = "SDPA" if mode == "sdpa" else f"{mode} (emulated in torch)" if mode in EMULATED else f"fp8attn {mode}"
+        print(f"| {label} | " + " | ".join(cells) + " |")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
