@@ -48,23 +48,27 @@ def relative_error(out, ref):
     return math.sqrt(num / den)
 
 
+def transformed_cases(lengths, seed):
+    """For each accuracy_modes input kind and length: (kind, S, Q rotated, K smoothed and rotated, V, the float64
+    reference slice on the unquantized inputs), int8_qk's exact transforms applied as the mode applies them."""
+    rotation = random_sign_hadamard(am.HEAD_DIM, np.random.default_rng(seed))
+    for kind in am.KINDS:
+        for s in (int(x) for x in lengths.split(",") if x):
+            q, k, v = (x[0].astype(np.float64) for x in am.make_inputs(kind, s))
+            ref = am.reference_slice(q[None], k[None], v[None])
+            yield kind, s, q @ rotation, (k - k.mean(axis=0, keepdims=True)) @ rotation, v, ref
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lengths", default="1024,4096,16384")
     ap.add_argument("--seed", type=int, default=7, help="the rotation's signs")
     args = ap.parse_args()
-    rotation = random_sign_hadamard(am.HEAD_DIM, np.random.default_rng(args.seed))
     print(f"{'input':<10} {'S':>6}  {'K per 64':>9}  {'K per 128':>9}  ratio")
-    for kind in am.KINDS:
-        for s in (int(x) for x in args.lengths.split(",") if x):
-            q, k, v = (x[0].astype(np.float64) for x in am.make_inputs(kind, s))
-            ref = am.reference_slice(q[None], k[None], v[None])
-            qr = q @ rotation
-            kr = (k - k.mean(axis=0, keepdims=True)) @ rotation
-            errs = [relative_error(am.reference_slice(int8_blocks(qr, 64)[None], int8_blocks(kr, kb)[None], v[None]),
-                                   ref) for kb in (64, 128)]
-            print(f"{kind:<10} {s:>6}  {100 * errs[0]:8.3f}%  {100 * errs[1]:8.3f}%  {errs[1] / errs[0]:.3f}",
-                  flush=True)
+    for kind, s, qr, kr, v, ref in transformed_cases(args.lengths, args.seed):
+        errs = [relative_error(am.reference_slice(int8_blocks(qr, 64)[None], int8_blocks(kr, kb)[None], v[None]), ref)
+                for kb in (64, 128)]
+        print(f"{kind:<10} {s:>6}  {100 * errs[0]:8.3f}%  {100 * errs[1]:8.3f}%  {errs[1] / errs[0]:.3f}", flush=True)
 
 
 if __name__ == "__main__":

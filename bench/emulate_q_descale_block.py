@@ -16,12 +16,10 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import accuracy_modes as am  # noqa: E402  (inputs, slice, float64 reference)
-from emulate_k_descale_block import int8_blocks, random_sign_hadamard, relative_error  # noqa: E402
+from emulate_k_descale_block import int8_blocks, relative_error, transformed_cases  # noqa: E402
 
 Q_BLOCKS = (64, 16, 1)
 
@@ -31,18 +29,12 @@ def main():
     ap.add_argument("--lengths", default="1024,4096,16384")
     ap.add_argument("--seed", type=int, default=7, help="the rotation's signs")
     args = ap.parse_args()
-    rotation = random_sign_hadamard(am.HEAD_DIM, np.random.default_rng(args.seed))
     print(f"{'input':<10} {'S':>6}  " + "  ".join(f"{'Q per ' + str(b):>9}" for b in Q_BLOCKS) + "  per token / per 64")
-    for kind in am.KINDS:
-        for s in (int(x) for x in args.lengths.split(",") if x):
-            q, k, v = (x[0].astype(np.float64) for x in am.make_inputs(kind, s))
-            ref = am.reference_slice(q[None], k[None], v[None])
-            qr = q @ rotation
-            kq = int8_blocks((k - k.mean(axis=0, keepdims=True)) @ rotation, 128)
-            errs = [relative_error(am.reference_slice(int8_blocks(qr, qb)[None], kq[None], v[None]), ref)
-                    for qb in Q_BLOCKS]
-            print(f"{kind:<10} {s:>6}  " + "  ".join(f"{100 * x:8.3f}%" for x in errs) + f"  {errs[-1] / errs[0]:.3f}",
-                  flush=True)
+    for kind, s, qr, kr, v, ref in transformed_cases(args.lengths, args.seed):
+        kq = int8_blocks(kr, 128)
+        errs = [relative_error(am.reference_slice(int8_blocks(qr, qb)[None], kq[None], v[None]), ref) for qb in Q_BLOCKS]
+        print(f"{kind:<10} {s:>6}  " + "  ".join(f"{100 * x:8.3f}%" for x in errs) + f"  {errs[-1] / errs[0]:.3f}",
+              flush=True)
 
 
 if __name__ == "__main__":

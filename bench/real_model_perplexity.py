@@ -18,6 +18,7 @@ A CPU check of the script itself (no fp8attn involved): --device cpu --dtype flo
 
 import argparse
 import csv
+import functools
 import hashlib
 import math
 import os
@@ -84,14 +85,19 @@ def _int8_round(x, block):
     return (torch.round(padded / scale).clamp(-127, 127) * scale).reshape(b, h, n * block, d)[:, :, :s]
 
 
+@functools.lru_cache(maxsize=None)
+def _rotation(d, device):
+    """The emulation's random-sign Hadamard matrix [d, d] (seed 0), built once per head dim and device."""
+    h = torch.tensor([[1.0]], device=device)
+    while h.shape[0] < d:
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+    signs = torch.where(torch.rand(d, generator=torch.Generator().manual_seed(0)) < 0.5, -1.0, 1.0)
+    return (h * signs.to(device)[:, None]) / math.sqrt(d)
+
+
 def _emulated_attention(q_block):
     def forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
-        d = query.shape[-1]
-        h = torch.tensor([[1.0]], device=query.device)
-        while h.shape[0] < d:
-            h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
-        signs = torch.where(torch.rand(d, generator=torch.Generator().manual_seed(0)) < 0.5, -1.0, 1.0)
-        rotation = (h * signs.to(query.device)[:, None]) / math.sqrt(d)
+        rotation = _rotation(query.shape[-1], query.device)
         q = _int8_round(query.float() @ rotation, q_block)
         k = key.float()
         k = _int8_round((k - k.mean(dim=2, keepdim=True)) @ rotation, 128)

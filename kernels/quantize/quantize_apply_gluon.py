@@ -47,7 +47,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from quantize.quantize_triton import inv_sqrt, quantize_block
+from quantize.quantize_triton import inv_sqrt, pair_slots, quantize_block
 
 
 def buffer_bytes(head_dim, stages, out_buffers, block_s=64, in_bytes=2, out_bytes=1):
@@ -148,12 +148,9 @@ def quantize_apply_gluon_kernel(
             y = gl.where((blk * BLOCK_S + offs_s < seqlen)[:, None], y - mean[None, :], 0.0)
         # The descale and the quantized values: the Triton apply's own function, on y in this kernel's layout.
         if PAIRED:
-            # num_blocks counts 128-token blocks here; Descale keeps its 64-token entries (quantize_triton's
-            # _quantize_store, PAIRED).
-            entries = gl.cdiv(seqlen, BLOCK_S // 2)
-            slot = bh * entries + 2 * blk
-            q = quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8,
-                               gl.where(2 * blk + 1 < entries, slot + 1, -1), True)
+            # num_blocks counts 128-token blocks here; Descale keeps its 64-token entries.
+            slot, slot2 = pair_slots(bh, blk, seqlen)
+            q = quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8, slot2, True)
         else:
             q = quantize_block(y, item, bh, Descale, per_block, group, OUT_INT8)
 

@@ -350,6 +350,16 @@ def quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8: tl.constexp
 
 
 @triton.jit
+def pair_slots(bh, blk, seqlen):
+    """block_pair: where 128-token block blk of (batch, head) bh writes its descale in Descale [batch, heads,
+    cdiv(seqlen, 64)]: both of its 64-token entries, (slot, slot + 1), the second -1 where the sequence ends
+    inside the block's first half. Both applies (this file's PAIRED path and quantize_apply_gluon.py) call it."""
+    entries = tl.cdiv(seqlen, _DESCALE_BLOCK)
+    slot = bh * entries + 2 * blk
+    return slot, tl.where(2 * blk + 1 < entries, slot + 1, -1)
+
+
+@triton.jit
 def _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, group, seqlen_pad, vt, stride_ob,
                     stride_oh, stride_os, HEAD_DIM: tl.constexpr, OUT_INT8: tl.constexpr, blk=0,
                     PAIRED: tl.constexpr = False):
@@ -358,9 +368,7 @@ def _quantize_store(y, offs, slot, bh, b, h, Out, Descale, seqlen, per_block, gr
     cdiv(seqlen, 64)] (the second only where it exists), the layout the kpair attention instances read."""
     slot2 = -1
     if PAIRED:
-        entries = tl.cdiv(seqlen, _DESCALE_BLOCK)
-        slot = bh * entries + 2 * blk
-        slot2 = tl.where(2 * blk + 1 < entries, slot + 1, -1)
+        slot, slot2 = pair_slots(bh, blk, seqlen)
     q = quantize_block(y, slot, bh, Descale, per_block, group, OUT_INT8, slot2, PAIRED)
     offs_d = tl.arange(0, HEAD_DIM)
     if vt != 0:

@@ -20,7 +20,7 @@ operators: torch.compile(fullgraph=True) traces it and CUDA graphs capture it.
 The default is "fp8": the fastest path, with an LSE (docs/ACCURACY.md, Defaults); "int8_qk" is the mode for a
 model's quality (its INT8 instances exist for head_dim 64 and 128). Its K descales come one per 128 tokens where
 the build has the 128-token apply (BF16 K at head_dim 64 and 128; k_descale_paired), one per 64 elsewhere; the
-perplexity above was measured with K per 64 tokens.
+perplexity above was measured with K per 128 tokens.
 """
 
 import re
@@ -98,8 +98,9 @@ def quantize_for(mode, q, k, v, v_layout="bshd"):
         (q8, qd), (k8, kd), (v8, vd) = (_q(q, rotate=True), _q(k, smooth=True, rotate=True),
                                         _q(v, layout=v_layout))
     elif mode == "int8_qk":
-        # INT8 Q and K, one scale per 64 tokens, K smoothed, Q and K rotated (the rotation spreads a head's outlier
-        # channels over all of them, so a block's scale fits its values better); P.V in FP8.
+        # INT8 Q and K, one scale per 64 tokens of Q and per 128 of K where paired, K smoothed, Q and K rotated (the
+        # rotation spreads a head's outlier channels over all of them, so a block's scale fits its values better);
+        # P.V in FP8.
         k_granularity = "block_pair" if k_descale_paired(mode, k) else "block"
         (q8, qd), (k8, kd), (v8, vd) = (_q(q, "int8", "block", rotate=True),
                                         _q(k, "int8", k_granularity, smooth=True, rotate=True), _q(v, layout=v_layout))

@@ -513,7 +513,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     // The kernel's int32 item index steps by the grid past the last item once.
     if (bh * apply_blocks > INT32_MAX - apply_programs) {
       return Status(StatusCode::kErrorNotSupported,
-                    "batch * heads * blocks of " + num(kQuantizeBlockTokens) + " tokens (" + num(bh * apply_blocks) +
+                    "batch * heads * blocks of " + num(apply_block_tokens(a)) + " tokens (" + num(bh * apply_blocks) +
                         ") plus the persistent grid (" + num(apply_programs) + " programs) exceeds 2^31-1");
     }
   }
