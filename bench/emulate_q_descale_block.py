@@ -32,7 +32,8 @@ def main():
     print(f"{'input':<10} {'S':>6}  " + "  ".join(f"{'Q per ' + str(b):>9}" for b in Q_BLOCKS) + "  per token / per 64")
     for kind, s, qr, kr, v, ref in transformed_cases(args.lengths, args.seed):
         kq = int8_blocks(kr, 128)
-        errs = [relative_error(am.reference_slice(int8_blocks(qr, qb)[None], kq[None], v[None]), ref) for qb in Q_BLOCKS]
+        errs = [relative_error(am.reference_slice(int8_blocks(qr, qb)[None], kq[None], v[None]), ref)
+                for qb in Q_BLOCKS]
         print(f"{kind:<10} {s:>6}  " + "  ".join(f"{100 * x:8.3f}%" for x in errs) + f"  {errs[-1] / errs[0]:.3f}",
               flush=True)
 

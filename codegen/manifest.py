@@ -239,7 +239,8 @@ def _default_instances():
     # int8_qk's smoothed and rotated K, as for 64-token blocks), then the Triton one; 8 warps at 128 keep the Triton
     # apply's [128, 128] float32 tile at 64 registers a thread.
     rows += [QuantizeConfig("apply", "bf16", "i8", 2 * DESCALE_BLOCK_TOKENS, d, 4, family="gluon") for d in (64, 128)]
-    rows += [QuantizeConfig("apply", "bf16", "i8", 2 * DESCALE_BLOCK_TOKENS, d, 8 if d == 128 else 4) for d in (64, 128)]
+    rows += [QuantizeConfig("apply", "bf16", "i8", 2 * DESCALE_BLOCK_TOKENS, d, 8 if d == 128 else 4)
+             for d in (64, 128)]
     # V^T in the vkperm attention instances' key order, written by the quantization itself (no transpose).
     rows += [QuantizeConfig("apply", "bf16", "e4m3", DESCALE_BLOCK_TOKENS, d, 8 if d == 256 else 4, key_permuted=True)
              for d in HEAD_DIMS]

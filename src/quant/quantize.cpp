@@ -146,7 +146,8 @@ KernelInstance const* find(QuantizeStage stage, Arguments const& a, std::string 
     if (c.in_type != a.input_type || c.head_dim != a.head_dim) continue;
     if (stage == QuantizeStage::kStats && c.block_s != kQuantizeBlockTokens) continue;
     if (stage == QuantizeStage::kApply &&
-        (c.out_type != a.output_type || c.block_s != apply_block_tokens(a) || c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted) ||
+        (c.out_type != a.output_type || c.block_s != apply_block_tokens(a) ||
+         c.key_permuted != (a.layout == OutputLayout::kVtKeyPermuted) ||
          (is_gluon(k) && ((preferred_only && !gluon_apply_preferred(a)) || !gluon_apply_refusal(a).empty())))) {
       continue;
     }

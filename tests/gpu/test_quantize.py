@@ -216,9 +216,10 @@ def test_every_apply_instance_same_bits(d, seed):
     bytes and descales as the library's pick (int8 per block rotated and smoothed, e4m3 per block, per tensor, V^T in
     both key orders; an odd number of blocks, a partial last block, Inf and NaN inputs), and a name that is not
     compiled is refused. The default set has the Triton apply of every recipe and, for the [b, s, h, d] recipes at
-    head dims 64 and 128, the Gluon apply (kernels/quantize/quantize_apply_gluon.py, the pick for rotated ones), each compared
-    here against the other, and the two 128-token applies of block_pair likewise; a build with candidate apply instances (a manifest's extra set) compares each against the pick. The Gluon
-    apply forced onto a V^T layout is refused with the layout named."""
+    head dims 64 and 128, the Gluon apply (kernels/quantize/quantize_apply_gluon.py, the pick for rotated ones),
+    each compared here against the other, and the two 128-token applies of block_pair likewise; a build with
+    candidate apply instances (a manifest's extra set) compares each against the pick. The Gluon apply forced onto a
+    V^T layout is refused with the layout named."""
     x = x_of((2, 1000, 3, d), seed)
     x[1, 900, 2, 3], x[0, 70, 1, 0] = float("inf"), float("nan")
     recipes = [dict(dtype="int8", granularity="block", smooth=True, rotate=True, seed=7),

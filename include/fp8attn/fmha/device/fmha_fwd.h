@@ -104,11 +104,11 @@ class FmhaFwd {
     /// note that they are not the row's last positions: position 16h + 4t + 2j + e holds key 16h + 8j + 2t + e.
     bool v_key_permuted = false;
     /// INT8 with per-block k descales only: the caller's k descales come in equal pairs, entries 2i and 2i + 1
-    /// (keys [128i, 128i + 128)) holding one value, as quant::device::Quantize writes them with Granularity::kPerBlockPair (the
-    /// int8_qk mode's K: one scale per 128 keys). The heuristic then runs the "kpair" twin of the instance it
-    /// picks, which reads one k descale per 128-key tile (the same output on such descales, fewer instructions
-    /// per tile). A promise the library cannot check without reading the descales: with unequal pairs a kpair
-    /// instance applies entry 2i to both blocks.
+    /// (keys [128i, 128i + 128)) holding one value, as quant::device::Quantize writes them with
+    /// Granularity::kPerBlockPair (the int8_qk mode's K: one scale per 128 keys). The heuristic then runs the
+    /// "kpair" twin of the instance it picks, which reads one k descale per 128-key tile (the same output on such
+    /// descales, fewer instructions per tile). A promise the library cannot check without reading the descales:
+    /// with unequal pairs a kpair instance applies entry 2i to both blocks.
     bool k_descale_paired = false;
     /// Sliding window (local attention, FlashAttention's convention): with c = seqlen_k - seqlen_q, query row i
     /// sees keys i + c - window_left <= j <= i + c + window_right; -1 leaves that side unlimited (causal caps
