@@ -68,11 +68,14 @@ def perplexity(model, tokens, window, max_windows):
 
 
 # Emulated modes (torch only, no fp8attn kernel): Q and K rounded to int8 as int8_qk rounds them (K smoothed by its
-# mean over the window, Q and K rotated by a random-sign Hadamard matrix, round to nearest even, amax / 127), Q with
-# one descale per EMULATED[mode] tokens (1: per token), K per 128; then dequantized, and attention computed by SDPA in
-# float32 with P and V exact. Comparing them isolates what Q's descale granularity costs the model
-# (bench/emulate_q_descale_block.py measures the same on synthetic inputs).
-EMULATED = {"emu_q64": 64, "emu_q16": 16, "emu_qtok": 1}
+# mean over the window, Q and K rotated by a random-sign Hadamard matrix, round to nearest even, amax / 127), with
+# one descale per EMULATED[mode] = (Q tokens, K tokens) of a head (1: per token); then dequantized, and attention
+# computed by SDPA in float32 with P and V exact. emu_q64 is the library's int8_qk (Q per 64, K per 128); the others
+# isolate what finer descales would buy the model (bench/emulate_q_descale_block.py measures Q's on synthetic
+# inputs). CPU, float32, the corpus's first 32768 tokens, windows of 8192 (2026-12-06, twenty-fourth session):
+# SDPA 10.2743; emu_q64 +0.115%, emu_qtok +0.097%, emu_qk16 +0.051%, emu_qktok +0.032%.
+EMULATED = {"emu_q64": (64, 128), "emu_q16": (16, 128), "emu_qtok": (1, 128), "emu_qk16": (16, 16),
+            "emu_qktok": (1, 1)}
 
 
 def _int8_round(x, block):
@@ -95,12 +98,13 @@ def _rotation(d, device):
     return (h * signs.to(device)[:, None]) / math.sqrt(d)
 
 
-def _emulated_attention(q_block):
+def _emulated_attention(blocks):
+    q_block, k_block = blocks
     def forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
         rotation = _rotation(query.shape[-1], query.device)
         q = _int8_round(query.float() @ rotation, q_block)
         k = key.float()
-        k = _int8_round((k - k.mean(dim=2, keepdim=True)) @ rotation, 128)
+        k = _int8_round((k - k.mean(dim=2, keepdim=True)) @ rotation, k_block)
         groups = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(groups, 1), value.float().repeat_interleave(groups, 1)
         causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
@@ -114,7 +118,7 @@ def _emulated_attention(q_block):
 def use(model, mode):
     """mode: "sdpa" or an fp8attn mode of the integration (fp8attn.integrations.transformers.MODES); "int8_qk_k64":
     int8_qk with K per 64 tokens (fp8attn.modes.INT8_QK_K_PAIRS off), the recipe before K per 128; EMULATED's:
-    int8_qk's Q.K^T rounding in torch, Q per 64 / 16 tokens or per token."""
+    int8_qk's Q.K^T rounding in torch with the descale granularities EMULATED names."""
     if mode == "sdpa":
         model.set_attn_implementation("sdpa")
         return
@@ -169,8 +173,8 @@ def main():
     ap.add_argument("--gguf", required=True, help="path of SmolLM2-135M-Instruct.Q4_1.gguf")
     ap.add_argument("--modes", default="sdpa,bf16,fp8,fp8_per_head,fp8_smooth_rotate,int8_qk",
                     help="sdpa, fp8attn's modes, int8_qk_k64 (int8_qk with K per 64 tokens instead of 128), or "
-                         "the emulated emu_q64, emu_q16, emu_qtok (int8_qk's Q.K^T rounding in torch, Q per 64, "
-                         "16 or 1 tokens)")
+                         "the emulated emu_q64, emu_q16, emu_qtok, emu_qk16, emu_qktok (int8_qk's Q.K^T rounding "
+                         "in torch, Q / K descales per 64 / 128, 16 / 128, 1 / 128, 16 / 16, 1 / 1 tokens)")
     ap.add_argument("--windows", default="2048,8192")
     ap.add_argument("--max-windows", type=int, default=0, help="per window size; 0: the whole corpus")
     ap.add_argument("--max-tokens", type=int, default=0, help="use only the corpus's first N tokens")
