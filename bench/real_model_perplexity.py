@@ -90,7 +90,10 @@ def _int8_round(x, block):
 
 @functools.lru_cache(maxsize=None)
 def _rotation(d, device):
-    """The emulation's random-sign Hadamard matrix [d, d] (seed 0), built once per head dim and device."""
+    """The emulation's random-sign Hadamard matrix [d, d] (signs from torch's generator, seed 0), built once per head
+    dim and device. Not fp8attn.quant.hadamard: the emulated modes run where fp8attn is not installed (importing
+    it loads the compiled extension), and its hashed signs are another draw of the same kind; every emulated mode
+    shares this one, so their differences are the granularities' alone."""
     h = torch.tensor([[1.0]], device=device)
     while h.shape[0] < d:
         h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
@@ -98,8 +101,7 @@ def _rotation(d, device):
     return (h * signs.to(device)[:, None]) / math.sqrt(d)
 
 
-def _emulated_attention(blocks):
-    q_block, k_block = blocks
+def _emulated_attention(q_block, k_block):
     def forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
         rotation = _rotation(query.shape[-1], query.device)
         q = _int8_round(query.float() @ rotation, q_block)
@@ -126,7 +128,7 @@ def use(model, mode):
         from transformers import AttentionInterface
         from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-        AttentionInterface.register(mode, _emulated_attention(EMULATED[mode]))
+        AttentionInterface.register(mode, _emulated_attention(*EMULATED[mode]))
         AttentionMaskInterface.register(mode, sdpa_mask)
         model.set_attn_implementation(mode)
         return

@@ -14,8 +14,8 @@
 (Perplexity change against BF16 SDPA on Python's documentation, windows of 2048 tokens, through these kernels
 on the H200, int8_qk's on an H100: bench/real_model_perplexity.py; docs/ACCURACY.md has windows of 8192 and how
 much such a number moves when only roundings change.) The smoothing and the rotation are exact transforms
-(softmax and Q K^T do not change), so every mode computes the same attention up to its rounding. Everything runs through torch
-operators: torch.compile(fullgraph=True) traces it and CUDA graphs capture it.
+(softmax and Q K^T do not change), so every mode computes the same attention up to its rounding. Everything runs
+through torch operators: torch.compile(fullgraph=True) traces it and CUDA graphs capture it.
 
 The default is "fp8": the fastest path, with an LSE (docs/ACCURACY.md, Defaults); "int8_qk" is the mode for a
 model's quality (its INT8 instances exist for head_dim 64 and 128). Its K descales come one per 128 tokens where
