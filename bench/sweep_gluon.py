@@ -34,7 +34,9 @@ the library's BF16 key tile (64 keys at D=256) and 2 stages unless the variant s
 one descale per 64 tokens of each head (as the int8_qk mode's quantization makes them, quantized here in torch so
 that the sweep needs no build; K not smoothed) and the
 key-permuted e4m3 V^T; the reference attends over the dequantized values. The ring depth stays the FP8 instances'
-(gluon_stages) unless a variant sets NUM_STAGES (the INT8 D=64 instances run 2).
+(gluon_stages) unless a variant sets NUM_STAGES (the INT8 D=64 instances run 2). --kpair quantizes K per 128
+tokens instead, the int8_qk mode's block_pair (each pair's scale in both of its 64-token entries), so that variants
+with K_DESCALE_PAIRED=1 (the library's "kpair" instances) compute what they compute in the library.
 """
 
 import argparse
@@ -98,13 +100,15 @@ def quantize(x):
     return (x / scale).to(E4M3), scale.reshape(1)
 
 
-def quantize_int8_blocks(x):
-    """x [b, s, h, d] float -> (int8 x, descales [b, h, s // DESCALE_BLOCK]): one scale per 64 tokens of a head."""
+def quantize_int8_blocks(x, tokens=DESCALE_BLOCK):
+    """x [b, s, h, d] float -> (int8 x, descales [b, h, s // DESCALE_BLOCK]): one scale per `tokens` tokens of a
+    head (64, or 128 for --kpair: the pair's scale written to both of its 64-token entries, as the library's
+    block_pair quantization does)."""
     b, s, h, d = x.shape
-    blocks = x.reshape(b, s // DESCALE_BLOCK, DESCALE_BLOCK, h, d)
+    blocks = x.reshape(b, s // tokens, tokens, h, d)
     scale = blocks.abs().amax(dim=(2, 4)).clamp_min(1e-30) / 127.0  # [b, nblk, h]
     q = torch.round(blocks / scale[:, :, None, :, None]).clamp(-127, 127).to(torch.int8).reshape(b, s, h, d)
-    return q, scale.permute(0, 2, 1).contiguous()
+    return q, scale.repeat_interleave(tokens // DESCALE_BLOCK, dim=1).permute(0, 2, 1).contiguous()
 
 
 def dequantize_int8_blocks(q, scale):
@@ -130,7 +134,7 @@ _SERIALIZED = {}  # compiled kernel hash -> whether ptxas serialized its wgmma (
 
 
 class Problem:
-    def __init__(self, p, int8=False, bf16=False):
+    def __init__(self, p, int8=False, bf16=False, kpair=False):
         torch.manual_seed(0)
         b, hq, hkv, s, sk, d = (p[k] for k in ("batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_dim"))
         self.p, self.causal, self.int8, self.bf16 = p, bool(p["causal"]), int8, bf16
@@ -140,9 +144,10 @@ class Problem:
                                                     for n, h in ((s, hq), (sk, hkv)))
             self.descale_strides = {}
         elif int8:
-            assert s % DESCALE_BLOCK == 0 and sk % DESCALE_BLOCK == 0, "--int8: whole 64-token descale blocks"
+            k_tokens = 2 * DESCALE_BLOCK if kpair else DESCALE_BLOCK
+            assert s % DESCALE_BLOCK == 0 and sk % k_tokens == 0, f"--int8: whole {k_tokens}-token k descale blocks"
             (self.q, self.qd) = quantize_int8_blocks(torch.randn(b, s, hq, d, device="cuda"))
-            (self.k, self.kd) = quantize_int8_blocks(torch.randn(b, sk, hkv, d, device="cuda"))
+            (self.k, self.kd) = quantize_int8_blocks(torch.randn(b, sk, hkv, d, device="cuda"), k_tokens)
             # DescaleRef strides: q per (batch, query head, block), k per (batch, kv head, block).
             self.descale_strides = dict(q_descale_stride_b=hq * (s // DESCALE_BLOCK), q_descale_stride_h=0,
                                         q_descale_stride_hq=s // DESCALE_BLOCK, q_descale_stride_blk=1,
@@ -323,6 +328,7 @@ def main():
     ap.add_argument("--head-dims", default="128", help="the gluon kernel compiles for 64, 128 and 256")
     ap.add_argument("--csv", default="")
     ap.add_argument("--int8", action="store_true", help="INT8 Q.K^T with per-block descales (see the module's doc)")
+    ap.add_argument("--kpair", action="store_true", help="--int8 with K per 128 tokens (see the module's doc)")
     ap.add_argument("--trace-dir", default="", help="where instrumented variants' stamps go (see the module's doc)")
     ap.add_argument("--bf16", action="store_true", help="BF16 Q, K, V (see the module's doc)")
     ap.add_argument("--window", action="store_true", help="the 4k-window pair at S=32768 too (see the module's doc)")
@@ -341,7 +347,7 @@ def main():
         pair = dict(batch=b, heads_q=h, heads_kv=h, seqlen_q=s, seqlen_k=s, head_dim=d, causal=1)
         points += [pair, dict(pair, window_left=WINDOW_LEFT)]
     for p in points:
-        prob = Problem(p, int8=args.int8, bf16=args.bf16)
+        prob = Problem(p, int8=args.int8, bf16=args.bf16, kpair=args.kpair)
         head = p["heads_q"] // 2
         ref = prob.reference(head)
         t_ms = 0.0 if args.bf16 else prob.transpose_ms()  # BF16 reads V as given: no transpose
