@@ -193,9 +193,18 @@ def _default_instances():
     # Three consumer warpgroups (192-row query blocks, the kernel's NUM_CONSUMERS) for INT8 full attention at D=64:
     # bench/sweep_gluon.py --int8 on the H200 (2026-12-03, two calls, TFLOP/s against the 128-row instance's
     # ring of 2): S=2048 493 / 485 vs 463 / 463, S=8192 570 / 556 vs 482 / 483. Causal lost at S=2048 (313 vs 408:
-    # a 192-row block's diagonal) and won 2% at S=8192, so no causal instance. After the 128-row one: the tuning
-    # table picks it for the longer sequences.
+    # a 192-row block's diagonal) and won 2% at S=8192. After the 128-row one: the tuning table picks it for the
+    # longer sequences.
     rows.append(_gluon(False, 2, head_dim=64, int8=True, block_m=192))
+    # And causal (with its kpair twin, below), for D=64 causal from S=4097. Through the JIT on an H100 (2026-12-06,
+    # twenty-second session) S=8192 causal 516-518 TFLOP/s against the single-warpgroup kernel's 485-497, S=2048
+    # causal 324-326 against 428-429. Through the library (H100, 2026-12-06, twenty-fifth session, end to end,
+    # settled): the kpair twin 449.6-449.7 TFLOP/s at S=8192 causal against the single-warpgroup twin's 404.9-407.9,
+    # and the int8_qk mode with it picked there (FP8ATTN_TUNING_FILE) 0.932-0.936 of the fp8 mode against
+    # 0.802-0.806 with the single-warpgroup pick (two alternations). SASS: 498 instructions a tile in the steady key
+    # loop (the full instance's 497), 2-3 local accesses in the loop, no ptxas serialization. The same bits as
+    # every INT8 instance, so int8_qk's perplexity does not move.
+    rows.append(_gluon(True, 2, head_dim=64, int8=True, block_m=192))
     # The same at D=128, full and causal (bench/sweep_gluon.py --int8, H200, 2026-12-03, one call, TFLOP/s, 192-row
     # against 128-row blocks): full S=2048 785 / 773, S=4096 837 / 793, S=8192 873 / 805, S=16384 848 / 810; causal
     # S=8192 773 / 761, S=16384 813 / 776, GQA 64/8 S=8192 817 / 772; shorter sequences lose (full S=512 589 / 631,
@@ -307,13 +316,6 @@ def _extra_instances():
     # a tile against the plain kpair twin's 501 (the row sums' 64 FADD a tile off the FMA pipe; no spill). Their cost
     # is accuracy (l from the rounded P: +0.03 / +0.08 points of perplexity before the rotation, 2026-12-03).
     rows += lsum + [replace(r, k_descale_paired=True) for r in lsum]
-    # The 192-row INT8 instance at D=64 causal, with its kpair twin: candidates for D=64 causal from S=8192 (the
-    # library's 192-row D=64 instance is full attention only). Through the JIT on an H100 (2026-12-06, twenty-second
-    # session) it ran S=8192 causal at 516-518 TFLOP/s against the single-warpgroup kernel's 485-497, and S=2048
-    # causal at 324-326 against 428-429. SASS: 498 instructions a tile in the steady key loop (the full instance's
-    # 497), 2-3 local accesses in the loop, no ptxas serialization.
-    c3_causal = [_gluon(True, 2, head_dim=64, int8=True, block_m=192)]
-    rows += c3_causal + [replace(r, k_descale_paired=True) for r in c3_causal]
     # INT8 Q.K^T with 256-key tiles (two [64, 128] integer S products per tile) at D=64: candidates, not measured
     # (at D=128 ptxas spills 33 registers inside the loop).
     rows += [_gluon(causal, 2, head_dim=64, int8=True, block_n=256) for causal in (False, True)]
