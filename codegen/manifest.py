@@ -190,21 +190,17 @@ def _default_instances():
     # operands (V transpose included, scores converted without I2F in both kernels): 429 / 432 TFLOP/s full /
     # causal against 338 / 307 for the Triton D=64 INT8 instance, the same output bits.
     rows += [_gluon(causal, 2, head_dim=64, int8=True) for causal in (False, True)]
-    # Three consumer warpgroups (192-row query blocks, the kernel's NUM_CONSUMERS) for INT8 full attention at D=64:
-    # bench/sweep_gluon.py --int8 on the H200 (2026-12-03, two calls, TFLOP/s against the 128-row instance's
-    # ring of 2): S=2048 493 / 485 vs 463 / 463, S=8192 570 / 556 vs 482 / 483. Causal lost at S=2048 (313 vs 408:
-    # a 192-row block's diagonal) and won 2% at S=8192. After the 128-row one: the tuning table picks it for the
-    # longer sequences.
-    rows.append(_gluon(False, 2, head_dim=64, int8=True, block_m=192))
-    # And causal (with its kpair twin, below), for D=64 causal from S=4097. Through the JIT on an H100 (2026-12-06,
-    # twenty-second session) S=8192 causal 516-518 TFLOP/s against the single-warpgroup kernel's 485-497, S=2048
-    # causal 324-326 against 428-429. Through the library (H100, 2026-12-06, twenty-fifth session, end to end,
-    # settled): the kpair twin 449.6-449.7 TFLOP/s at S=8192 causal against the single-warpgroup twin's 404.9-407.9,
-    # and the int8_qk mode with it picked there (FP8ATTN_TUNING_FILE) 0.932-0.936 of the fp8 mode against
-    # 0.802-0.806 with the single-warpgroup pick (two alternations). SASS: 498 instructions a tile in the steady key
-    # loop (the full instance's 497), 2-3 local accesses in the loop, no ptxas serialization. The same bits as
-    # every INT8 instance, so int8_qk's perplexity does not move.
-    rows.append(_gluon(True, 2, head_dim=64, int8=True, block_m=192))
+    # Three consumer warpgroups (192-row query blocks, the kernel's NUM_CONSUMERS) for INT8 at D=64, full and causal
+    # (each with its kpair twin, below); after the 128-row ones, the tuning table picks them for the longer
+    # sequences. Full: bench/sweep_gluon.py --int8 on the H200 (2026-12-03, two calls, TFLOP/s against the 128-row
+    # instance's ring of 2): S=2048 493 / 485 vs 463 / 463, S=8192 570 / 556 vs 482 / 483. Causal (D=64 from
+    # S=4097): through the JIT on an H100 (2026-12-06) S=8192 516-518 TFLOP/s against the single-warpgroup kernel's
+    # 485-497, S=2048 324-326 against 428-429 (a 192-row block's diagonal); through the library (H100, 2026-12-06,
+    # end to end, settled) the kpair twin 449.6-449.7 at S=8192 against the single-warpgroup twin's 404.9-407.9, and
+    # the int8_qk mode with it picked there 0.932-0.936 of the fp8 mode against 0.802-0.806 (two alternations).
+    # SASS: 497 / 498 instructions a tile in the steady key loop (full / causal), no ptxas serialization. The same
+    # bits as every INT8 instance, so int8_qk's perplexity does not move.
+    rows += [_gluon(causal, 2, head_dim=64, int8=True, block_m=192) for causal in (False, True)]
     # The same at D=128, full and causal (bench/sweep_gluon.py --int8, H200, 2026-12-03, one call, TFLOP/s, 192-row
     # against 128-row blocks): full S=2048 785 / 773, S=4096 837 / 793, S=8192 873 / 805, S=16384 848 / 810; causal
     # S=8192 773 / 761, S=16384 813 / 776, GQA 64/8 S=8192 817 / 772; shorter sequences lose (full S=512 589 / 631,
