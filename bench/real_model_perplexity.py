@@ -69,13 +69,16 @@ def perplexity(model, tokens, window, max_windows):
 
 # Emulated modes (torch only, no fp8attn kernel): Q and K rounded to int8 as int8_qk rounds them (K smoothed by its
 # mean over the window, Q and K rotated by a random-sign Hadamard matrix, round to nearest even, amax / 127), with
-# one descale per EMULATED[mode] = (Q tokens, K tokens) of a head (1: per token); then dequantized, and attention
+# one descale per EMULATED[mode] = (Q tokens, K tokens[, K's mean from every n-th 64-token block]) of a head (1: per
+# token); then dequantized, and attention
 # computed by SDPA in float32 with P and V exact. emu_q64 is the library's int8_qk (Q per 64, K per 128); the others
 # isolate what finer descales would buy the model (bench/emulate_q_descale_block.py measures Q's on synthetic
 # inputs). CPU, float32, the corpus's first 32768 tokens, windows of 8192 (2026-12-06, twenty-fourth session):
-# SDPA 10.2743; emu_q64 +0.115%, emu_qtok +0.097%, emu_qk16 +0.051%, emu_qktok +0.032%.
+# SDPA 10.2743; emu_q64 +0.115%, emu_qtok +0.097%, emu_qk16 +0.051%, emu_qktok +0.032%. emu_kmean8 / emu_kmean2:
+# emu_q64 with K's smoothing mean from every 8th / 2nd block (the quantize operation's smooth_sample_stride; the
+# twenty-sixth session: +0.085% / +0.057%).
 EMULATED = {"emu_q64": (64, 128), "emu_q16": (16, 128), "emu_qtok": (1, 128), "emu_qk16": (16, 16),
-            "emu_qktok": (1, 1)}
+            "emu_qktok": (1, 1), "emu_kmean8": (64, 128, 8), "emu_kmean2": (64, 128, 2)}
 
 
 def _int8_round(x, block):
@@ -101,12 +104,13 @@ def _rotation(d, device):
     return (h * signs.to(device)[:, None]) / math.sqrt(d)
 
 
-def _emulated_attention(q_block, k_block):
+def _emulated_attention(q_block, k_block, mean_stride=1):
     def forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
         rotation = _rotation(query.shape[-1], query.device)
         q = _int8_round(query.float() @ rotation, q_block)
         k = key.float()
-        k = _int8_round((k - k.mean(dim=2, keepdim=True)) @ rotation, k_block)
+        sampled = (torch.arange(k.shape[2], device=k.device) // 64) % mean_stride == 0  # [B, H, S, D]: along S
+        k = _int8_round((k - k[:, :, sampled].mean(dim=2, keepdim=True)) @ rotation, k_block)
         groups = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(groups, 1), value.float().repeat_interleave(groups, 1)
         causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)

@@ -154,6 +154,8 @@ class Quantization:
         qmax = INT8_QMAX if self.int8 else E4M3_MAX
         stats = module.quantize_stats_kernel
         extra = accepted(stats, consts)
+        if "sample_stride" in stats.arg_names:  # every block (the library's smoothed K samples; not swept here)
+            extra["sample_stride"] = 1
         if self.r.get("smooth"):
             stats[grid](self.x, self.mean, self.rotation, self.sums, self.amax, what=0, **c, **extra,
                         num_warps=consts.get("WARPS", self.warps))

@@ -83,6 +83,7 @@ STATS_PARAMS = [
     Param("PartialAmax", "ptr", True),
     Param("seqlen", "i32"), Param("heads", "i32"), Param("num_blocks", "i32"), Param("seed", "i32"),
     Param("rotate", "i32"), Param("smooth", "i32"), Param("what", "i32"),
+    Param("sample_stride", "i32"),  # what 0: every sample_stride-th token block feeds the smoothing mean
 ] + _X_STRIDES
 
 REDUCE_PARAMS = [

@@ -254,17 +254,19 @@ def quantize_rotation_kernel(Rotation, width, seed, WIDTH: tl.constexpr, ROWS: t
 @triton.jit
 def quantize_stats_kernel(
     X, Mean, Rotation, PartialSum, PartialAmax,
-    seqlen, heads, num_blocks, seed, rotate, smooth, what,
+    seqlen, heads, num_blocks, seed, rotate, smooth, what, sample_stride,
     stride_xb, stride_xh, stride_xs,
     HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr, HEADS_FASTEST: tl.constexpr = False,
 ):
-    """what == 0: PartialSum[b, h, blk, :] = column sums of x (not rotated: the rotation is linear, so the
-    reduce stage rotates the mean instead of this pass rotating every token).
-    what == 1: PartialAmax[b, h, blk] = the block's finite amax of y (rotated, smoothed when smooth).
-    HEADS_FASTEST: the programs' order (_program)."""
+    """what == 0: PartialSum[b, h, blk, :] = column sums of x over token block blk * sample_stride (not rotated:
+    the rotation is linear, so the reduce stage rotates the mean instead of this pass rotating every token).
+    sample_stride > 1 samples every sample_stride-th block for the smoothing mean (num_blocks: the sampled ones).
+    what == 1: PartialAmax[b, h, blk] = the block's finite amax of y (rotated, smoothed when smooth); every block
+    (sample_stride 1). HEADS_FASTEST: the programs' order (_program)."""
     slot, blk, bh, b, h = _program(num_blocks, heads, HEADS_FASTEST)
-    y, rows, offs = _load_transformed(X, b, h, blk * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs, Mean,
-                                      Rotation, heads, seed, (what != 0) & (rotate != 0), (what != 0) & (smooth != 0), False,
+    y, rows, offs = _load_transformed(X, b, h, blk * sample_stride * BLOCK_S, seqlen, stride_xb, stride_xh, stride_xs,
+                                      Mean, Rotation, heads, seed, (what != 0) & (rotate != 0),
+                                      (what != 0) & (smooth != 0), False,
                                       HEAD_DIM, BLOCK_S, inv_sqrt(HEAD_DIM))
     if what == 0:
         offs_d = tl.arange(0, HEAD_DIM)

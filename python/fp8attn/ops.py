@@ -7,7 +7,8 @@ CUDA graphs can capture them, and fake tensors give their output shapes without 
                                v_key_permuted=False, k_descale_paired=False) -> O
     torch.ops.fp8attn.fmha_fwd_lse(...same...) -> (O, LSE)
 
-    torch.ops.fp8attn.quantize(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, static_descale)
+    torch.ops.fp8attn.quantize(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, static_descale,
+                               smooth_sample_stride=1)
         -> (x_q, descale)       as fp8attn.quantize (heads_kv 0: x's heads; a static descale comes back copied)
 
 Two operators rather than one with a flag: a schema's return type cannot depend on an argument, and asking for
@@ -70,15 +71,17 @@ def _(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, layout, v
 
 @torch.library.custom_op("fp8attn::quantize", mutates_args=(), device_types="cuda")
 def quantize(x: torch.Tensor, dtype: str, granularity: str, heads_kv: int, smooth: bool, rotate: bool, seed: int,
-             layout: str, static_descale: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+             layout: str, static_descale: Optional[torch.Tensor],
+             smooth_sample_stride: int = 1) -> Tuple[torch.Tensor, torch.Tensor]:
     x_q, descale = _quantize.quantize(x, dtype=dtype, granularity=granularity, heads_kv=heads_kv or None,
-                                      smooth=smooth, rotate=rotate, seed=seed, layout=layout, descale=static_descale)
+                                      smooth=smooth, rotate=rotate, seed=seed, layout=layout, descale=static_descale,
+                                      smooth_sample_stride=smooth_sample_stride)
     # An operator's outputs may not alias its inputs: a static descale comes back as a copy.
     return x_q, descale.clone() if static_descale is not None else descale
 
 
 @quantize.register_fake
-def _(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, static_descale):
+def _(x, dtype, granularity, heads_kv, smooth, rotate, seed, layout, static_descale, smooth_sample_stride=1):
     b, s, h, d = x.shape
     x_q = _quantize.empty_output(x, dtype, layout)
     if static_descale is not None:

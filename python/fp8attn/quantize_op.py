@@ -17,7 +17,7 @@ BLOCK_TOKENS = _ext.QUANTIZE_BLOCK_TOKENS
 
 
 def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=False, rotate=False, seed=0,
-             layout="bshd", descale=None, kernel_name=None):
+             layout="bshd", descale=None, kernel_name=None, smooth_sample_stride=1):
     """(x_q, descale) for x [B, S, H, D] (bfloat16 or float16, head_dim contiguous), quantized on the GPU.
 
     dtype: "e4m3" (torch.float8_e4m3fn) or "int8" (symmetric, -127..127).
@@ -27,6 +27,10 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
         shape, one value per 128 tokens written to both of its blocks' entries: fmha_fwd(..., k_descale_paired=True)
         then reads one per 128-key tile; int8 K at head dims 64 and 128, layout "bshd").
     smooth: subtract each (batch, head)'s mean over the sequence first (for K: softmax does not change).
+    smooth_sample_stride: with smooth, take that mean over every n-th block of BLOCK_TOKENS tokens only (1: every
+        token; 0: the library's rule, smooth_sample_stride_for(S): n = max(1, min(8, blocks // 4))). Subtracting
+        any vector from every key leaves softmax exact, so the sample changes only the rounding (int8_qk uses 0:
+        the statistics pass then reads ~1/8 of K). 0 or 1 without smooth.
     rotate: multiply by the random-sign Hadamard matrix of `seed` over head_dim first (rotate Q and K with the
         same seed: Q K^T does not change; fp8attn.quant.hadamard(D, seed) is the same matrix).
     layout: "bshd" returns x_q [B, S, H, D]; "vt" / "vt_kperm" write V as V^T [B, H, D, S_pad] (S_pad = S
@@ -61,7 +65,7 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
     stream, current = _fmha._stream_and_device(x)
     call = (x, storage, computed, static, _GRANULARITIES[granularity], _LAYOUTS[layout], heads_kv if granularity == "head"
             else 0, bool(smooth), bool(rotate), int(seed) & 0xFFFFFFFF, stream, _fmha._workspace_alloc,
-            _fmha._workspace_free, "" if kernel_name is None else str(kernel_name))
+            _fmha._workspace_free, "" if kernel_name is None else str(kernel_name), int(smooth_sample_stride))
     if current:
         _ext.quantize(*call)
     else:
@@ -70,6 +74,11 @@ def quantize(x, *, dtype="e4m3", granularity="tensor", heads_kv=None, smooth=Fal
     if x.numel() == 0 and computed is not None:
         computed.fill_(1.0)  # nothing was quantized; the library writes no descale for an empty tensor
     return _view(storage, s, layout), (static if static is not None else computed)
+
+
+def smooth_sample_stride_for(seqlen):
+    """The block stride quantize(..., smooth=True, smooth_sample_stride=0) samples K's mean with."""
+    return _ext.smooth_sample_stride_for(int(seqlen))
 
 
 def descale_shape(batch, seqlen, heads, heads_kv, granularity):

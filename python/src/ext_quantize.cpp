@@ -24,7 +24,7 @@ namespace {
 /// Returns the workspace through allocate/release as fmha_fwd does.
 void quantize(nb::handle x_obj, nb::handle out_obj, nb::handle descale_obj, nb::handle static_obj, int granularity,
               int layout, int heads_kv, bool smooth, bool rotate, uint32_t seed, uintptr_t stream_handle,
-              nb::handle allocate, nb::handle release, std::string const& kernel_name) {
+              nb::handle allocate, nb::handle release, std::string const& kernel_name, int smooth_sample_stride) {
   using fp8attn::quant::Granularity;
   using fp8attn::quant::OutputLayout;
   TensorView x = read("x", x_obj), out = read("out", out_obj);
@@ -57,6 +57,7 @@ void quantize(nb::handle x_obj, nb::handle out_obj, nb::handle descale_obj, nb::
   a.granularity = static_cast<Granularity>(granularity);
   a.layout = static_cast<OutputLayout>(layout);
   a.smooth = smooth;
+  a.smooth_sample_stride = smooth_sample_stride;
   a.rotate = rotate;
   a.rotation_seed = seed;
   a.kernel_name = kernel_name;
@@ -156,9 +157,12 @@ char const* fmha_fwd_quantized(nb::handle q_obj, nb::handle k_obj, nb::handle v_
 void bind_quantize(nb::module_& m) {
   m.def("quantize", &quantize, "x"_a, "out"_a, "descale"_a.none(), "static_descale"_a.none(), "granularity"_a,
         "layout"_a, "heads_kv"_a, "smooth"_a, "rotate"_a, "seed"_a, "stream"_a, "allocate"_a, "release"_a,
-        "kernel_name"_a = "",
+        "kernel_name"_a = "", "smooth_sample_stride"_a = 1,
         "BF16/FP16 x -> e4m3/int8 `out` and float32 `descale` on `stream` (fp8attn.quantize is the Python API).\n"
-        "granularity: 0 tensor, 1 head, 2 block, 3 block_pair; layout: 0 bshd, 1 vt, 2 vt_kperm.");
+        "granularity: 0 tensor, 1 head, 2 block, 3 block_pair; layout: 0 bshd, 1 vt, 2 vt_kperm;\n"
+        "smooth_sample_stride: the smoothing mean from every n-th block (0: the library's rule).");
+  m.def("smooth_sample_stride_for", &fp8attn::quant::smooth_sample_stride_for, "seqlen"_a,
+        "The library's smoothing sample stride for a sequence (quantize's smooth_sample_stride=0).");
   m.attr("QUANTIZE_BLOCK_TOKENS") = fp8attn::quant::kQuantizeBlockTokens;
   m.def("fmha_fwd_quantized", &fmha_fwd_quantized, "q"_a, "k"_a, "v"_a, "out"_a, "mode"_a, "causal"_a,
         "softmax_scale"_a, "seed"_a, "stream"_a, "allocate"_a, "release"_a,

@@ -108,6 +108,9 @@ Status compose(Arguments const& a, uintptr_t base, Pieces* out) {
   }
   if (int8) r.q.granularity = r.k.granularity = Granularity::kPerBlock;
   r.k.smooth = int8 || a.mode == AccuracyMode::kFp8SmoothRotate;
+  // int8_qk: K's mean from sampled blocks (the library's rule, every 8th from 2k tokens on): the statistics pass
+  // reads ~1/8 of K, and on SmolLM2 (emulated) the perplexity did not move against the full mean.
+  if (int8) r.k.smooth_sample_stride = 0;
   // int8_qk rotates too: on SmolLM2 it took the perplexity cost from +0.20 / +0.22% to +0.07 / +0.13% (windows of
   // 2048 / 8192; docs/ACCURACY.md).
   r.q.rotate = r.k.rotate = int8 || a.mode == AccuracyMode::kFp8SmoothRotate;

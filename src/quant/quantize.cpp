@@ -52,6 +52,11 @@ char const* to_string(OutputLayout layout) {
   return "unknown";
 }
 
+int smooth_sample_stride_for(int seqlen) {
+  int const blocks = seqlen <= 0 ? 0 : (seqlen - 1) / kQuantizeBlockTokens + 1;
+  return std::max(1, std::min(8, blocks / 4));
+}
+
 namespace {
 
 using detail::QuantizeKernelConfig;
@@ -71,6 +76,21 @@ int64_t blocks_of(Arguments const& a) {
 }
 
 bool needs_mean(Arguments const& a) { return a.smooth; }
+
+/// The smoothing mean's block stride (the rule's where smooth_sample_stride is 0).
+int sample_stride(Arguments const& a) {
+  return a.smooth_sample_stride == 0 ? smooth_sample_stride_for(a.seqlen) : a.smooth_sample_stride;
+}
+
+/// Tokens of the sequence in the sampled blocks 0, n, 2n, ... (the mean's divisor): every sampled block that starts
+/// inside the sequence is full but the last, which holds what is left (blocks past seqlen, V^T's padding, hold
+/// zeros and count nothing).
+int64_t sampled_tokens(int64_t seqlen, int64_t stride) {
+  int64_t const span = stride * kQuantizeBlockTokens;
+  int64_t const starting_inside = (seqlen - 1) / span + 1;  // sampled blocks that start before seqlen
+  return (starting_inside - 1) * kQuantizeBlockTokens +
+         std::min<int64_t>(kQuantizeBlockTokens, seqlen - (starting_inside - 1) * span);
+}
 /// Up to this head dim the kernels read the rotation matrix from the workspace; beyond it they factor it.
 constexpr int kRotationTableMaxDim = static_cast<int>(generated::numerics::ROTATION_TABLE_MAX_HEAD_DIM);
 bool needs_rotation_table(Arguments const& a) { return a.rotate && a.head_dim <= kRotationTableMaxDim; }
@@ -264,6 +284,12 @@ Status validate(Arguments const& a) {
     return Status(StatusCode::kErrorNotSupported,
                   "rotate=true needs a power-of-two head_dim (the Hadamard matrix), not head_dim=" + num(a.head_dim));
   }
+  if (a.smooth_sample_stride < 0 || (a.smooth_sample_stride > 1 && !a.smooth)) {
+    return Status(StatusCode::kErrorInvalidProblem,
+                  "smooth_sample_stride=" + num(a.smooth_sample_stride) +
+                      (a.smooth_sample_stride < 0 ? " must be >= 0 (0: the library's rule, 1: every token)"
+                                                  : " samples the smoothing mean: it needs smooth=true (or 0 / 1)"));
+  }
   if (a.static_descale && per_block(a)) {
     return Status(StatusCode::kErrorInvalidProblem, std::string("static_descale is per tensor or per head; granularity=") +
                                                         to_string(a.granularity) + " computes every block's descale");
@@ -434,8 +460,10 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     plan->launches.push_back(std::move(l));
     return Status::success();
   };
-  auto stats = [&](int what) {
-    return add(*instances.stats, bh * blocks, "quantize stats", [&](runtime::ParamPack& p) {
+  // what 0 (the smoothing sums) reads every stride-th block, what 1 (the amax) every block.
+  auto stats = [&](int what, int64_t stride) {
+    int64_t const programs_per_head = (blocks + stride - 1) / stride;
+    return add(*instances.stats, bh * programs_per_head, "quantize stats", [&](runtime::ParamPack& p) {
       generated::QuantizeStatsTritonParams sp;
       sp.X = a.input.ptr;
       sp.Mean = mean;
@@ -444,11 +472,12 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
       sp.PartialAmax = amax;
       sp.seqlen = a.seqlen;
       sp.heads = a.heads;
-      sp.num_blocks = static_cast<int32_t>(blocks);
+      sp.num_blocks = static_cast<int32_t>(programs_per_head);
       sp.seed = seed;
       sp.rotate = a.rotate;
       sp.smooth = a.smooth;
       sp.what = what;
+      sp.sample_stride = static_cast<int32_t>(stride);
       sp.stride_xb = a.input.stride_b;
       sp.stride_xh = a.input.stride_h;
       sp.stride_xs = a.input.stride_s;
@@ -486,8 +515,13 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     }
   }
   if (needs_mean(a)) {
-    if (Status s = stats(0); !s) return s;
-    if (Status s = reduce(sums, mean, bh, blocks, a.head_dim, static_cast<float>(a.seqlen), a.rotate); !s) return s;
+    int64_t const stride = sample_stride(a);
+    if (Status s = stats(0, stride); !s) return s;
+    if (Status s = reduce(sums, mean, bh, (blocks + stride - 1) / stride, a.head_dim,
+                          static_cast<float>(sampled_tokens(a.seqlen, stride)), a.rotate);
+        !s) {
+      return s;
+    }
   }
   int64_t group = 1;  // consecutive (batch, head) rows sharing one descale
   if (a.granularity == Granularity::kPerTensor) group = bh;
@@ -497,7 +531,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
       return Status(StatusCode::kErrorNotSupported, "granularity=tensor over " + num(group * blocks) +
                                                         " blocks exceeds the reduction's 2^31-1");
     }
-    if (Status s = stats(1); !s) return s;
+    if (Status s = stats(1, 1); !s) return s;
     if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f, false); !s) return s;
   }
   float const* const descale = a.static_descale ? a.static_descale : a.descale;

@@ -123,6 +123,36 @@ int main() {
   }
   // Refusals, each naming its argument.
   { auto a = valid(128); a.batch = -1; expect_error(a, StatusCode::kErrorInvalidProblem, "batch=-1", "batch"); }
+  // The smoothing sample stride: negative refused; > 1 only with smooth; 0 and 1 always taken; the rule's values
+  // (every n-th 64-token block, n = max(1, min(8, blocks / 4))).
+  {
+    auto a = valid(128);
+    a.smooth = true;
+    a.smooth_sample_stride = -1;
+    expect_error(a, StatusCode::kErrorInvalidProblem, "smooth_sample_stride=-1 must be >= 0", "negative stride");
+    a.smooth = false;
+    a.smooth_sample_stride = 4;
+    expect_error(a, StatusCode::kErrorInvalidProblem, "smooth_sample_stride=4 samples the smoothing mean",
+                 "a stride without smoothing");
+    for (int stride : {0, 1}) {
+      a.smooth_sample_stride = stride;
+      CHECK(Quantize::can_implement(a).ok(), "stride " + std::to_string(stride) + " without smoothing: " +
+                                                 Quantize::can_implement(a).to_string());
+    }
+    a.smooth = true;
+    for (int stride : {0, 1, 3, 16, 1000}) {  // 1000 > the 16 blocks: the first block alone
+      a.smooth_sample_stride = stride;
+      CHECK(Quantize::can_implement(a).ok(), "stride " + std::to_string(stride) + ": " +
+                                                 Quantize::can_implement(a).to_string());
+    }
+    using fp8attn::quant::smooth_sample_stride_for;
+    int const seqlens[] = {0, 1, 64, 256, 511, 512, 1000, 1024, 1536, 2048, 2049, 131072};
+    int const strides[] = {1, 1, 1, 1, 2, 2, 4, 4, 6, 8, 8, 8};
+    for (int i = 0; i < 12; ++i) {
+      CHECK(smooth_sample_stride_for(seqlens[i]) == strides[i],
+            "the rule at seqlen " + std::to_string(seqlens[i]) + ": " + std::to_string(smooth_sample_stride_for(seqlens[i])));
+    }
+  }
   { auto a = valid(128); a.heads = 0; expect_error(a, StatusCode::kErrorInvalidProblem, "heads=0", "heads"); }
   { auto a = valid(128); a.heads_kv = 3; expect_error(a, StatusCode::kErrorInvalidProblem, "heads_kv=3", "heads_kv"); }
   { auto a = valid(96); expect_error(a, StatusCode::kErrorNotSupported, "head_dim=96", "head_dim"); }

@@ -44,15 +44,21 @@ def sylvester(d):
     return h
 
 
-def reference_y(x, seed, rotate, smooth):
-    """float64 y = x H / sqrt(D) - mean over the sequence, x [B, S, H, D] (float values)."""
+def sampled_tokens(seqlen, stride):
+    """The tokens of the smoothing mean's sample: those of every stride-th 64-token block from the first."""
+    return np.arange(seqlen)[(np.arange(seqlen) // BLOCK) % stride == 0]
+
+
+def reference_y(x, seed, rotate, smooth, sample_stride=1):
+    """float64 y = x H / sqrt(D) - mean over the sequence (over the sampled blocks' tokens with sample_stride > 1),
+    x [B, S, H, D] (float values)."""
     y = np.asarray(x, np.float64)
     d = y.shape[-1]
     if rotate:
         signs = np.array([hadamard_sign(seed, i) for i in range(d)], np.float64)
         y = y @ (signs[:, None] * sylvester(d)) / math.sqrt(d)
     if smooth:
-        y = y - y.mean(axis=1, keepdims=True)
+        y = y - y[:, sampled_tokens(y.shape[1], sample_stride)].mean(axis=1, keepdims=True)
     return y
 
 
@@ -88,11 +94,12 @@ class Quantizer:
     """The launches of src/quant/quantize.cpp for one tensor, on host buffers."""
 
     def __init__(self, x, *, out_dtype="e4m3", granularity="tensor", heads_kv=None, smooth=False, rotate=False,
-                 seed=0, layout="bshd", static_descale=None, heads_fastest=False, programs=None):
+                 seed=0, layout="bshd", static_descale=None, heads_fastest=False, programs=None, sample_stride=1):
         self.x, self.out_dtype, self.granularity = x, out_dtype, granularity
         self.heads_fastest = heads_fastest  # the programs' order (quantize_triton._program)
         self.programs = programs  # the apply's PERSISTENT variant with this many programs
         self.smooth, self.rotate, self.seed, self.layout = smooth, rotate, seed, layout
+        self.sample_stride = sample_stride  # the smoothing mean from every sample_stride-th block
         self.static = static_descale
         b, s, h, d = x.size()
         self.heads_kv = heads_kv or h
@@ -114,10 +121,13 @@ class Quantizer:
         qmax = INT8_QMAX if self.out_dtype == "i8" else E4M3_MAX
         table = self.rotate and d <= ROTATION_TABLE_MAX_HEAD_DIM
         common["Rotation"] = rotation_table(x, d if table else None, self.seed)
-        if self.smooth:
-            launch(qk.quantize_stats_kernel, bh * nb, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=0, **common)
-            launch(qk.quantize_reduce_kernel, bh, Partial=sums, Out=mean, count=nb, width=d, divisor=float(s), qmax=qmax,
-                   seed=self.seed, rotate=int(self.rotate), WIDTH=256, CHUNK=1024)
+        if self.smooth:  # the sums of every sample_stride-th block (ns of them a head), their mean
+            ns = triton.cdiv(nb, self.sample_stride)
+            launch(qk.quantize_stats_kernel, bh * ns, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=0,
+                   **dict(common, num_blocks=ns, sample_stride=self.sample_stride))
+            launch(qk.quantize_reduce_kernel, bh, Partial=sums, Out=mean, count=ns, width=d,
+                   divisor=float(len(sampled_tokens(s, self.sample_stride))), qmax=qmax, seed=self.seed,
+                   rotate=int(self.rotate), WIDTH=256, CHUNK=1024)
         group = {"tensor": bh, "head": h // self.heads_kv, "block": 1, "block_pair": 1}[self.granularity]
         per_block = self.granularity in ("block", "block_pair")
         if self.static is not None:
@@ -126,7 +136,8 @@ class Quantizer:
             descale = f32(bh * nb)
         else:
             descale = f32(bh // group)
-            launch(qk.quantize_stats_kernel, bh * nb, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=1, **common)
+            launch(qk.quantize_stats_kernel, bh * nb, X=x, Mean=mean, PartialSum=sums, PartialAmax=amax, what=1,
+                   sample_stride=1, **common)
             launch(qk.quantize_reduce_kernel, bh // group, Partial=amax, Out=descale, count=group * nb, width=1,
                    divisor=0.0, qmax=qmax, seed=0, rotate=0, WIDTH=256, CHUNK=1024)
         storage, name = (np.int8, "int8") if self.out_dtype == "i8" else (np.uint8, "float8_e4m3fn")
@@ -215,6 +226,28 @@ class Statistics(unittest.TestCase):
                     want = np.abs(y).max(axis=(1, 3)).reshape(2, 2, 2).max(axis=2).reshape(-1) / E4M3_MAX
                 rel = np.abs((q.run()[1] - want) / want).max()
                 self.assertLess(rel, 1e-6, f"{granularity} descale, D={d}")
+
+    def test_sampled_mean(self):
+        """smooth_sample_stride: the mean over every n-th 64-token block (ragged last block sampled at S=300, n=2;
+        not at S=330, n=3), subtracted from every token, then per-block int8 as int8_qk's K. Keys with a trend along
+        the sequence make the sampled mean differ from the full one, so a stats stage that ignored the stride (or a
+        wrong divisor) fails the check."""
+        rng = np.random.default_rng(4)
+        for s, stride in ((300, 2), (330, 3), (640, 8)):
+            trend = np.linspace(0.0, 6.0, s)[None, :, None, None]
+            values = (rng.standard_normal((2, s, 2, 64)) + trend).astype(np.float16)
+            q = Quantizer(HostTensor(values, "float16"), out_dtype="i8", granularity="block", smooth=True,
+                          rotate=True, seed=3, sample_stride=stride)
+            out, descale = q.run()
+            rotated = reference_y(values, 3, True, False)
+            want_mean = rotated[:, sampled_tokens(s, stride)].mean(axis=1)  # [B, H, D]
+            self.assertLess(np.abs(q.mean - want_mean).max(), 1e-4, (s, stride))
+            self.assertGreater(np.abs(rotated.mean(axis=1) - want_mean).max(), 0.1, "the checker can fail")
+            y = reference_y(values, 3, True, True, stride)
+            nb = q.blocks
+            blocks = pad_tokens(y, nb * BLOCK).reshape(2, nb, BLOCK, 2, 64)
+            want = np.abs(blocks).max(axis=(2, 4)).transpose(0, 2, 1).reshape(-1) / INT8_QMAX
+            self.assertLess(np.abs((descale - want) / want).max(), 1e-5, (s, stride))
 
     def test_per_block_descales_and_int8_values(self):
         rng = np.random.default_rng(1)

@@ -20,13 +20,15 @@ from fp8attn.quant import hadamard  # noqa: E402
 E4M3_MAX, INT8_MAX, BLOCK = 448.0, 127.0, fp8attn.quantize_op.BLOCK_TOKENS
 
 
-def reference_y(x, seed, rotate, smooth):
-    """float64 y = x H - mean over the sequence (H the normalized random-sign Hadamard matrix), x [B, S, H, D]."""
+def reference_y(x, seed, rotate, smooth, sample_stride=1):
+    """float64 y = x H - mean over the sequence (H the normalized random-sign Hadamard matrix), x [B, S, H, D]; the
+    mean over the tokens of every sample_stride-th 64-token block (quantize's smooth_sample_stride)."""
     y = x.double()
     if rotate:
         y = y @ hadamard(x.shape[-1], seed, x.device, torch.float64)
     if smooth:
-        y = y - y.mean(dim=1, keepdim=True)
+        sampled = (torch.arange(x.shape[1], device=x.device) // BLOCK) % sample_stride == 0
+        y = y - y[:, sampled].mean(dim=1, keepdim=True)
     return y
 
 
@@ -105,6 +107,47 @@ def test_int8_per_block(d, seed):
     wrong = (q.double() != z.round().clamp(-127, 127)) & ~near_half
     assert q.dtype == torch.int8 and nb == -(-700 // BLOCK)
     assert int(wrong.sum()) == 0 and int(q.abs().max()) <= 127
+
+
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("s,stride", [(2048, 0), (1000, 0), (1000, 3), (330, 8)])
+@pytest.mark.parametrize("granularity", ["block", "block_pair"])
+def test_sampled_smoothing_mean(d, s, stride, granularity, seed):
+    """smooth_sample_stride (int8_qk's K takes 0, the library's rule): the mean over every n-th 64-token block,
+    subtracted from every token, then the int8 values and descales against float64. Keys with a trend along the
+    sequence make the sampled mean differ from the full one, so a kernel that ignored the stride or divided by the
+    wrong count fails (checked: the full-mean reference disagrees with the output)."""
+    if granularity == "block_pair" and not apply_instances(d, "int8", False, block_tokens=2 * BLOCK):
+        pytest.skip("no 128-token int8 apply in this build")
+    b, h = 2, 3
+    trend = torch.linspace(0.0, 8.0, s, device="cuda")[None, :, None, None]
+    x = (x_of((b, s, h, d), seed, dtype=torch.float32, offset=0.0) + trend).to(torch.bfloat16)
+    n = stride or fp8attn.quantize_op.smooth_sample_stride_for(s)
+    assert n == (stride or max(1, min(8, -(-s // BLOCK) // 4)))
+    q, descale = fp8attn.quantize(x, dtype="int8", granularity=granularity, smooth=True, rotate=True, seed=1,
+                                  smooth_sample_stride=stride)
+    torch.cuda.synchronize()
+    span = 2 * BLOCK if granularity == "block_pair" else BLOCK
+    spans = -(-s // span)
+
+    def mismatches(y):
+        padded = torch.nn.functional.pad(y, (0, 0, 0, 0, 0, spans * span - s)).reshape(b, spans, span, h, d)
+        want = (padded.abs().amax(dim=(2, 4)).permute(0, 2, 1) / INT8_MAX).repeat_interleave(span // BLOCK, dim=2)
+        want = want[..., :descale.shape[-1]]
+        scale = descale.double().permute(0, 2, 1).repeat_interleave(BLOCK, dim=1)[:, :s, :, None]
+        z = y / scale
+        near_half = ((z - z.floor()) - 0.5).abs() < 1e-4
+        wrong = (q.double() != z.round().clamp(-127, 127)) & ~near_half
+        return ((descale.double() - want) / want).abs().max().item(), int(wrong.sum())
+
+    descale_error, wrong = mismatches(reference_y(x, 1, True, True, n))
+    assert descale_error < 1e-5 and wrong == 0, (descale_error, wrong)
+    if n > 1:  # the checker can fail: the full mean's values are not the ones written
+        assert mismatches(reference_y(x, 1, True, True, 1))[1] > 0
+    with pytest.raises(ValueError, match="smooth_sample_stride=-1"):
+        fp8attn.quantize(x, dtype="int8", granularity=granularity, smooth=True, smooth_sample_stride=-1)
+    with pytest.raises(ValueError, match="smooth_sample_stride=2 samples the smoothing mean"):
+        fp8attn.quantize(x, dtype="int8", granularity=granularity, smooth_sample_stride=2)
 
 
 @pytest.mark.parametrize("d", [64, 128])

@@ -36,6 +36,7 @@ struct Recipe {
   Granularity granularity;
   bool smooth, rotate;
   OutputLayout layout;
+  int smooth_sample_stride = 1;  ///< as the mode sets it (int8_qk: 0, the library's rule)
 };
 
 constexpr Recipe kRecipes[] = {
@@ -43,10 +44,10 @@ constexpr Recipe kRecipes[] = {
     {"fp8_per_head: e4m3 per (batch, head)", DataType::kE4M3, Granularity::kPerHead, false, false, OutputLayout::kBSHD},
     {"fp8_smooth_rotate (K): e4m3, smoothed, rotated", DataType::kE4M3, Granularity::kPerTensor, true, true,
      OutputLayout::kBSHD},
-    {"int8_qk (K): int8 per 64-token block, smoothed, rotated", DataType::kI8, Granularity::kPerBlock, true, true,
-     OutputLayout::kBSHD},
-    {"int8_qk (K), kpair: int8 per 128 tokens in pairs of 64-token entries, smoothed, rotated", DataType::kI8,
-     Granularity::kPerBlockPair, true, true, OutputLayout::kBSHD},
+    {"int8_qk (K): int8 per 64-token block, smoothed (sampled mean), rotated", DataType::kI8, Granularity::kPerBlock,
+     true, true, OutputLayout::kBSHD, 0},
+    {"int8_qk (K), kpair: int8 per 128 tokens in pairs of 64-token entries, smoothed (sampled mean), rotated",
+     DataType::kI8, Granularity::kPerBlockPair, true, true, OutputLayout::kBSHD, 0},
     {"V^T in the vkperm key order: e4m3 per tensor", DataType::kE4M3, Granularity::kPerTensor, false, false,
      OutputLayout::kVtKeyPermuted},
 };
@@ -125,18 +126,26 @@ Reference reference(std::vector<uint16_t> const& x, QuantizeArguments const& a) 
         }
       }
       if (a.smooth) {
+        // The mean over the sampled blocks (every stride-th 64-token block from the first), as the stats stage
+        // reads them; subtracted from every token.
+        int64_t const block = quant::kQuantizeBlockTokens;
+        int64_t const stride = a.smooth_sample_stride == 0 ? quant::smooth_sample_stride_for(a.seqlen)
+                                                           : a.smooth_sample_stride;
         std::vector<double> mean(static_cast<size_t>(D), 0.0), mean_abs(static_cast<size_t>(D), 0.0);
-        for (int64_t s = 0; s < S; ++s)
+        int64_t count = 0;
+        for (int64_t s = 0; s < S; ++s) {
+          if ((s / block) % stride != 0) continue;
+          ++count;
           for (int64_t d = 0; d < D; ++d) {
             mean[d] += at(b, h, s)[d];
             mean_abs[d] += std::fabs(at(b, h, s)[d]);
           }
-        double const terms = static_cast<double>(quant::kQuantizeBlockTokens) +
-                             static_cast<double>(S) / static_cast<double>(quant::kQuantizeBlockTokens);
+        }
+        double const terms = static_cast<double>(block) + static_cast<double>(count) / static_cast<double>(block);
         for (int64_t s = 0; s < S; ++s)
-          for (int64_t d = 0; d < D; ++d) at(b, h, s)[d] -= mean[d] / static_cast<double>(S);
+          for (int64_t d = 0; d < D; ++d) at(b, h, s)[d] -= mean[d] / static_cast<double>(count);
         double* column_slack = r.column_slack.data() + (b * H + h) * D;
-        for (int64_t d = 0; d < D; ++d) column_slack[d] = terms * kEps32 * mean_abs[d] / static_cast<double>(S);
+        for (int64_t d = 0; d < D; ++d) column_slack[d] = terms * kEps32 * mean_abs[d] / static_cast<double>(count);
       }
     }
   double const qmax = a.output_type == DataType::kI8 ? num::INT8_QMAX : num::E4M3_MAX;
@@ -307,6 +316,7 @@ bool QuantizeProfiler::profile(ProblemSpec const& spec, StreamHandle stream, Rep
     a.granularity = recipe.granularity;
     a.layout = recipe.layout;
     a.smooth = recipe.smooth;
+    a.smooth_sample_stride = recipe.smooth_sample_stride;
     a.rotate = recipe.rotate;
     a.input = fmha::TensorRef::packed(x.get(), spec.layout, spec.seqlen_k, spec.heads_kv, spec.head_dim);
     // The apply instance the handle would pick, named in the row (and what --kernels filters).

@@ -35,6 +35,12 @@ namespace fp8attn::quant {
 /// Tokens per block of the per-block granularity: the blocks the attention kernels' per-block descales use.
 inline constexpr int kQuantizeBlockTokens = fmha::kDescaleBlockTokens;
 
+/// The library's smoothing sample stride for a sequence of seqlen tokens (QuantizeArguments::smooth_sample_stride
+/// 0): every n-th block with n = max(1, min(8, blocks / 4)), blocks = cdiv(seqlen, kQuantizeBlockTokens), so the mean
+/// comes from at least 4 blocks (at most 1 in 8 is read). On SmolLM2 (emulated, docs/perf/NOTES.md) every 8th block
+/// costs no perplexity against the full mean.
+int smooth_sample_stride_for(int seqlen);
+
 enum class Granularity { kPerTensor, kPerHead, kPerBlock, kPerBlockPair };
 enum class OutputLayout {
   kBSHD,            ///< [batch, seqlen, heads, head_dim] with the output TensorRef's strides
@@ -57,6 +63,11 @@ struct QuantizeArguments {
   Granularity granularity = Granularity::kPerTensor;
   OutputLayout layout = OutputLayout::kBSHD;
   bool smooth = false;         ///< subtract each (batch, head)'s mean over the sequence (K)
+  /// smooth: the mean is taken over every smooth_sample_stride-th block of kQuantizeBlockTokens tokens (1: over
+  /// every token; 0: the library's rule, smooth_sample_stride_for(seqlen)). Any vector subtracted from every key
+  /// leaves softmax exact, so a sampled mean changes only how well the centred keys round, and the statistics
+  /// pass reads 1/stride of the tensor. 0 or 1 without smooth.
+  int smooth_sample_stride = 1;
   bool rotate = false;         ///< random-sign Hadamard rotation over head_dim (Q and K, same seed)
   uint32_t rotation_seed = 0;  ///< the signs: kernels/common/numerics.py hadamard_sign
   fmha::TensorRef input;       ///< head_dim contiguous; other strides multiples of 16 elements
