@@ -91,6 +91,7 @@ int64_t sampled_tokens(int64_t seqlen, int64_t stride) {
   return (starting_inside - 1) * kQuantizeBlockTokens +
          std::min<int64_t>(kQuantizeBlockTokens, seqlen - (starting_inside - 1) * span);
 }
+
 /// Up to this head dim the kernels read the rotation matrix from the workspace; beyond it they factor it.
 constexpr int kRotationTableMaxDim = static_cast<int>(generated::numerics::ROTATION_TABLE_MAX_HEAD_DIM);
 bool needs_rotation_table(Arguments const& a) { return a.rotate && a.head_dim <= kRotationTableMaxDim; }
