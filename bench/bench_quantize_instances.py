@@ -23,7 +23,9 @@ SHAPES = [(16, 2048, 32, 128), (4, 8192, 64, 64)]  # (batch, seqlen, heads, head
 RECIPES = {
     "int8_q": dict(dtype="int8", granularity="block", rotate=True, seed=1),
     "int8_k": dict(dtype="int8", granularity="block", rotate=True, smooth=True, seed=1),
-    "int8_k_pair": dict(dtype="int8", granularity="block_pair", rotate=True, smooth=True, seed=1),  # int8_qk's K
+    # int8_qk's K: 128-token descales, the smoothing mean from every n-th block (the library's rule)
+    "int8_k_pair": dict(dtype="int8", granularity="block_pair", rotate=True, smooth=True, seed=1,
+                        smooth_sample_stride=0),
     "e4m3_qk": dict(dtype="e4m3", granularity="tensor"),
     "e4m3_v": dict(dtype="e4m3", granularity="tensor", layout="vt_kperm"),
 }
