@@ -23,6 +23,7 @@
 #include "generated/kernel_params.h"
 #include "generated/numerics.h"
 #include "quant/quantize_kernel_config.h"
+#include "quant/smooth_sample.h"
 #include "runtime/argument_checks.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_instance.h"
@@ -80,16 +81,6 @@ bool needs_mean(Arguments const& a) { return a.smooth; }
 /// The smoothing mean's block stride (the rule's where smooth_sample_stride is 0).
 int sample_stride(Arguments const& a) {
   return a.smooth_sample_stride == 0 ? smooth_sample_stride_for(a.seqlen) : a.smooth_sample_stride;
-}
-
-/// Tokens of the sequence in the sampled blocks 0, n, 2n, ... (the mean's divisor): every sampled block that starts
-/// inside the sequence is full but the last, which holds what is left (blocks past seqlen, V^T's padding, hold
-/// zeros and count nothing).
-int64_t sampled_tokens(int64_t seqlen, int64_t stride) {
-  int64_t const span = stride * kQuantizeBlockTokens;
-  int64_t const starting_inside = (seqlen - 1) / span + 1;  // sampled blocks that start before seqlen
-  return (starting_inside - 1) * kQuantizeBlockTokens +
-         std::min<int64_t>(kQuantizeBlockTokens, seqlen - (starting_inside - 1) * span);
 }
 
 /// Up to this head dim the kernels read the rotation matrix from the workspace; beyond it they factor it.
@@ -519,7 +510,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     int64_t const stride = sample_stride(a);
     if (Status s = stats(0, stride); !s) return s;
     if (Status s = reduce(sums, mean, bh, (blocks + stride - 1) / stride, a.head_dim,
-                          static_cast<float>(sampled_tokens(a.seqlen, stride)), a.rotate);
+                          static_cast<float>(detail::sampled_tokens(a.seqlen, stride)), a.rotate);
         !s) {
       return s;
     }

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "fp8attn/library/operation.h"
 #include "fp8attn/quant/device/quantize.h"
+#include "quant/smooth_sample.h"
 
 using fp8attn::DataType;
 using fp8attn::Layout;
@@ -152,6 +153,22 @@ int main() {
       CHECK(smooth_sample_stride_for(seqlens[i]) == strides[i],
             "the rule at seqlen " + std::to_string(seqlens[i]) + ": " + std::to_string(smooth_sample_stride_for(seqlens[i])));
     }
+    // The mean's divisor against counting the sampled tokens one by one (ragged last blocks, sampled or not;
+    // strides past the block count: the first block alone).
+    int checked = 0;
+    for (int64_t seqlen = 1; seqlen <= 1300; ++seqlen) {
+      for (int64_t stride : {1, 2, 3, 5, 8, 21, 1000}) {
+        int64_t count = 0;
+        for (int64_t s = 0; s < seqlen; ++s) count += (s / fp8attn::quant::kQuantizeBlockTokens) % stride == 0;
+        int64_t const got = fp8attn::quant::detail::sampled_tokens(seqlen, stride);
+        if (got != count) {
+          CHECK(false, "sampled_tokens(" + std::to_string(seqlen) + ", " + std::to_string(stride) + ") = " +
+                           std::to_string(got) + ", counted " + std::to_string(count));
+        }
+        ++checked;
+      }
+    }
+    CHECK(checked == 1300 * 7, "divisor cases");
   }
   { auto a = valid(128); a.heads = 0; expect_error(a, StatusCode::kErrorInvalidProblem, "heads=0", "heads"); }
   { auto a = valid(128); a.heads_kv = 3; expect_error(a, StatusCode::kErrorInvalidProblem, "heads_kv=3", "heads_kv"); }
