@@ -452,10 +452,10 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
     plan->launches.push_back(std::move(l));
     return Status::success();
   };
-  // what 0 (the smoothing sums) reads every stride-th block, what 1 (the amax) every block.
-  auto stats = [&](int what, int64_t stride) {
-    int64_t const programs_per_head = (blocks + stride - 1) / stride;
-    return add(*instances.stats, bh * programs_per_head, "quantize stats", [&](runtime::ParamPack& p) {
+  // One program per block read: what 0 (the smoothing sums) reads blocks 0, stride, 2 * stride, ... (blocks_read
+  // of them a head), what 1 (the amax) every block.
+  auto stats = [&](int what, int64_t stride, int64_t blocks_read) {
+    return add(*instances.stats, bh * blocks_read, "quantize stats", [&](runtime::ParamPack& p) {
       generated::QuantizeStatsTritonParams sp;
       sp.X = a.input.ptr;
       sp.Mean = mean;
@@ -464,7 +464,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
       sp.PartialAmax = amax;
       sp.seqlen = a.seqlen;
       sp.heads = a.heads;
-      sp.num_blocks = static_cast<int32_t>(programs_per_head);
+      sp.num_blocks = static_cast<int32_t>(blocks_read);
       sp.seed = seed;
       sp.rotate = a.rotate;
       sp.smooth = a.smooth;
@@ -508,8 +508,9 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
   }
   if (needs_mean(a)) {
     int64_t const stride = sample_stride(a);
-    if (Status s = stats(0, stride); !s) return s;
-    if (Status s = reduce(sums, mean, bh, (blocks + stride - 1) / stride, a.head_dim,
+    int64_t const sampled = (blocks + stride - 1) / stride;
+    if (Status s = stats(0, stride, sampled); !s) return s;
+    if (Status s = reduce(sums, mean, bh, sampled, a.head_dim,
                           static_cast<float>(detail::sampled_tokens(a.seqlen, stride)), a.rotate);
         !s) {
       return s;
@@ -523,7 +524,7 @@ Status Quantize::initialize(Arguments const& a, void* workspace, StreamHandle) {
       return Status(StatusCode::kErrorNotSupported, "granularity=tensor over " + num(group * blocks) +
                                                         " blocks exceeds the reduction's 2^31-1");
     }
-    if (Status s = stats(1, 1); !s) return s;
+    if (Status s = stats(1, 1, blocks); !s) return s;
     if (Status s = reduce(amax, a.descale, bh / group, group * blocks, 1, 0.0f, false); !s) return s;
   }
   float const* const descale = a.static_descale ? a.static_descale : a.descale;
