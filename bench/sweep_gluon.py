@@ -58,6 +58,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "kernels"))
 sys.path.insert(0, os.path.join(HERE, "..", "codegen"))
 
 from bench_decode import WINDOW_LEFT, WINDOW_SHAPE, causal_pairs  # noqa: E402  (issue 9's window pair)
+from bench_vs_cudnn import time_cuda_interleaved  # noqa: E402  (--settle-ms)
 from common.numerics import DESCALE_BLOCK_TOKENS as DESCALE_BLOCK  # noqa: E402  (the descales' token blocks)
 from aot_compile import sass_of, wgmma_serialized  # noqa: E402  (the build's check, on each variant's cubin)
 from manifest import gluon_block_n as block_n_of  # noqa: E402  (the library's key tile per head dim)
@@ -331,6 +332,16 @@ def main():
     ap.add_argument("--kpair", action="store_true", help="--int8 with K per 128 tokens (see the module's doc)")
     ap.add_argument("--trace-dir", default="", help="where instrumented variants' stamps go (see the module's doc)")
     ap.add_argument("--bf16", action="store_true", help="BF16 Q, K, V (see the module's doc)")
+    ap.add_argument("--settle-ms", type=float, default=0.0,
+                    help="also time each point's variants interleaved, each timed sample after this many ms of its "
+                         "own calls (bench_vs_cudnn.time_cuda_interleaved), the ms_settled column: resolves 1-2%% "
+                         "where do_bench's back-to-back runs of one variant drift with the clock")
+    ap.add_argument("--settle-repeats", type=int, default=15, help="timed samples per variant with --settle-ms")
+    ap.add_argument("--bitwise-ref", default="",
+                    help="a variant whose output the later ones are compared with bit for bit at each point (a "
+                         "switch that should not change the arithmetic, e.g. how a mask is applied)")
+    ap.add_argument("--time-wrong", action="store_true",
+                    help="show the time of variants whose output is wrong (probes that drop work on purpose)")
     ap.add_argument("--window", action="store_true", help="the 4k-window pair at S=32768 too (see the module's doc)")
     args = ap.parse_args()
     variants = [load_variant(v) for v in args.variant]
@@ -351,6 +362,8 @@ def main():
         head = p["heads_q"] // 2
         ref = prob.reference(head)
         t_ms = 0.0 if args.bf16 else prob.transpose_ms()  # BF16 reads V as given: no transpose
+        ref_bits = None
+        timed = []  # (row, launch) of the variants that ran, for --settle-ms
         for name, kernel, constexprs in variants:
             try:
                 prob.o.fill_(float("nan"))
@@ -363,6 +376,13 @@ def main():
                     torch.save(prob.trace.cpu(), os.path.join(args.trace_dir, f"trace_{name}_{tag}.pt"))
                 if torch.isnan(prob.o).any():
                     err = float("nan")
+                bits = ""
+                if args.bitwise_ref:
+                    if name == args.bitwise_ref:
+                        ref_bits = prob.o.clone()
+                    elif ref_bits is not None:
+                        bits = "  bits=" + ("same" if torch.equal(prob.o.view(torch.int16),
+                                                                  ref_bits.view(torch.int16)) else "DIFFERENT")
                 ms = triton.testing.do_bench(lambda: prob.launch(kernel, constexprs), warmup=25, rep=200,
                                              return_mode="median")
                 tf = prob.flops / ms * 1e-9
@@ -370,20 +390,32 @@ def main():
                 # reads V itself.
                 tf_e2e = prob.flops / (ms + (0 if constexprs.get("TRANSPOSE_V") else t_ms)) * 1e-9
             except Exception as e:  # a variant that does not compile or run is a row, not a crash
-                err, tf, tf_e2e, serial = float("nan"), 0.0, 0.0, False
+                err, tf, tf_e2e, serial, bits = float("nan"), 0.0, 0.0, False, ""
                 # A compilation error's text starts with source lines and ends with the cause: show both ends.
                 text = str(e)
                 shown = text if len(text) <= 600 else text[:200] + " [...] " + text[-400:]
                 print(f"# {name}: {type(e).__name__}: {shown}", flush=True)
             ok = math.isfinite(err) and err < 0.05
-            ms_shown = ms if ok else 0.0
+            ms_shown = ms if ok or args.time_wrong else 0.0
             print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {prob.window_left:>6} "
-                  f"{err:>9.2e} {tf if ok else 0.0:>8.1f} {tf_e2e if ok else 0.0:>8.1f} {ms_shown:>8.4f}"
-                  f"{'' if ok else '  WRONG'}{'  SERIALIZED' if serial else ''}", flush=True)
+                  f"{err:>9.2e} {tf if ok or args.time_wrong else 0.0:>8.1f} {tf_e2e if ok or args.time_wrong else 0.0:>8.1f} {ms_shown:>8.4f}"
+                  f"{'' if ok else '  WRONG'}{'  SERIALIZED' if serial else ''}{bits}", flush=True)
+            if ms_shown > 0:
+                timed.append((len(rows), lambda kernel=kernel, constexprs=constexprs: prob.launch(kernel, constexprs)))
             rows.append(dict(variant=name, head_dim=p["head_dim"], seqlen=p["seqlen_q"], causal=p["causal"],
                              window_left=prob.window_left, rel_err=err,
-                             tflops=tf if ok else 0.0, tflops_e2e=tf_e2e if ok else 0.0, ms=ms_shown,
+                             tflops=tf if ok or args.time_wrong else 0.0,
+                             tflops_e2e=tf_e2e if ok or args.time_wrong else 0.0, ms=ms_shown,
                              wgmma_serialized=int(serial)))
+        for row in rows[len(rows) - len(variants):]:
+            row["ms_settled"] = 0.0
+        if args.settle_ms > 0 and timed:
+            settings = argparse.Namespace(warmup=3, repeats=args.settle_repeats, target_ms=30.0)
+            settled = time_cuda_interleaved([fn for _, fn in timed], settings, settle_ms=args.settle_ms)
+            for (i, _), ms in zip(timed, settled):
+                rows[i]["ms_settled"] = ms
+                print(f"{rows[i]['variant']:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} "
+                      f"{prob.window_left:>6} settled, interleaved: {ms:.4f} ms", flush=True)
         del prob
         torch.cuda.empty_cache()
         if args.csv:  # rewritten after every point: a sweep cut off by its time limit keeps what it measured

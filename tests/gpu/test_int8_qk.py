@@ -149,11 +149,18 @@ def test_fused_checks_shapes(seed):
 
 def test_quantize_opcheck_and_compile(seed):
     q, k, v = bf16_inputs(1, 200, 200, 4, 2, 128, seed)
+    k_long = bf16_inputs(1, 1024, 1024, 4, 2, 128, seed)[1]
+    from fp8attn.quantize_op import smooth_sample_stride_for
+    assert smooth_sample_stride_for(1024) == 4
     for args in ((q, "e4m3", "tensor", 0, False, False, 0, "bshd", None),
                  (k, "int8", "block", 0, True, True, 3, "bshd", None),
                  (q, "e4m3", "head", 2, False, False, 0, "bshd", None),
                  (v, "e4m3", "tensor", 0, False, False, 0, "vt_kperm", None),
-                 (v, "e4m3", "tensor", 0, False, False, 0, "bshd", torch.full((1,), 0.5, device="cuda"))):
+                 (v, "e4m3", "tensor", 0, False, False, 0, "bshd", torch.full((1,), 0.5, device="cuda")),
+                 # The tenth argument, smooth_sample_stride: the library's rule (0) on a K of 16 blocks (stride
+                 # 4), and an explicit stride.
+                 (k_long, "int8", "block", 0, True, True, 3, "bshd", None, 0),
+                 (k_long, "int8", "block_pair", 0, True, False, 0, "bshd", None, 3)):
         # test_schema compares e4m3 outputs with arithmetic torch lacks for float8 (see test_torch_ops.py).
         torch.library.opcheck(torch.ops.fp8attn.quantize.default, args,
                               test_utils=("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"))
