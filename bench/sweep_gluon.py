@@ -23,6 +23,17 @@ kernel; the e2e column adds the library's transpose kernel (timed on the same V)
 --window: bench_decode.py --window's pair as two more points, S=32768 causal at D=128 (B=1, H=32) with and without
 a 4k left window (window_left 4095; issue 9's 3.8x is their time ratio, the ms column).
 
+--settle-ms MS: each point's variants are also timed interleaved (bench_vs_cudnn.time_cuda_interleaved, samples
+alternating between the variants, each sample after MS ms of its own calls), the ms_settled column. do_bench runs
+one variant back to back and the next after it, so on a power-limited card each variant's time carries the clock
+the one before left (on an H100, 2026-12-07: +-5% between variants whose executed code was the same); the settled,
+interleaved times resolve 1-2%.
+
+--bitwise-ref NAME: every later variant's output is compared bit for bit with NAME's at each point (bits=same or
+DIFFERENT): for switches that must not change the arithmetic (how a mask is applied, where a store goes).
+--time-wrong: the time of a variant whose output is wrong is shown anyway (a probe that drops work on purpose
+bounds what that work costs).
+
 --trace-dir DIR: a variant whose kernel takes a `Trace` argument (an instrumented copy of the kernel, e.g. clock64
 stamps at each query block's start, first S, last P.V and end) gets a zeroed int64 buffer of [programs, 64, 4]
 stamps, saved after the checked launch as DIR/trace_<variant>_<point>.pt (the buffer only, torch.save).
@@ -390,22 +401,23 @@ def main():
                 # reads V itself.
                 tf_e2e = prob.flops / (ms + (0 if constexprs.get("TRANSPOSE_V") else t_ms)) * 1e-9
             except Exception as e:  # a variant that does not compile or run is a row, not a crash
-                err, tf, tf_e2e, serial, bits = float("nan"), 0.0, 0.0, False, ""
+                err, ms, tf, tf_e2e, serial, bits = float("nan"), 0.0, 0.0, 0.0, False, ""
                 # A compilation error's text starts with source lines and ends with the cause: show both ends.
                 text = str(e)
                 shown = text if len(text) <= 600 else text[:200] + " [...] " + text[-400:]
                 print(f"# {name}: {type(e).__name__}: {shown}", flush=True)
             ok = math.isfinite(err) and err < 0.05
-            ms_shown = ms if ok or args.time_wrong else 0.0
+            if not (ok or args.time_wrong):  # a wrong output's time is not shown (unless a probe asks for it)
+                ms, tf, tf_e2e = 0.0, 0.0, 0.0
+            ms_shown = ms
             print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {prob.window_left:>6} "
-                  f"{err:>9.2e} {tf if ok or args.time_wrong else 0.0:>8.1f} {tf_e2e if ok or args.time_wrong else 0.0:>8.1f} {ms_shown:>8.4f}"
+                  f"{err:>9.2e} {tf:>8.1f} {tf_e2e:>8.1f} {ms_shown:>8.4f}"
                   f"{'' if ok else '  WRONG'}{'  SERIALIZED' if serial else ''}{bits}", flush=True)
             if ms_shown > 0:
                 timed.append((len(rows), lambda kernel=kernel, constexprs=constexprs: prob.launch(kernel, constexprs)))
             rows.append(dict(variant=name, head_dim=p["head_dim"], seqlen=p["seqlen_q"], causal=p["causal"],
                              window_left=prob.window_left, rel_err=err,
-                             tflops=tf if ok or args.time_wrong else 0.0,
-                             tflops_e2e=tf_e2e if ok or args.time_wrong else 0.0, ms=ms_shown,
+                             tflops=tf, tflops_e2e=tf_e2e, ms=ms_shown,
                              wgmma_serialized=int(serial)))
         for row in rows[len(rows) - len(variants):]:
             row["ms_settled"] = 0.0
