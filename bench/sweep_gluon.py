@@ -27,10 +27,12 @@ a 4k left window (window_left 4095; issue 9's 3.8x is their time ratio, the ms c
 alternating between the variants, each sample after MS ms of its own calls), the ms_settled column. do_bench runs
 one variant back to back and the next after it, so on a power-limited card each variant's time carries the clock
 the one before left (on an H100, 2026-12-07: +-5% between variants whose executed code was the same); the settled,
-interleaved times resolve 1-2%.
+interleaved times are meant to resolve 1-2% (not yet run through this script: docs/perf/NOTES.md, 2026-12-07). A
+variant whose call takes longer than MS settles for no call before its samples.
 
 --bitwise-ref NAME: every later variant's output is compared bit for bit with NAME's at each point (bits=same or
-DIFFERENT): for switches that must not change the arithmetic (how a mask is applied, where a store goes).
+DIFFERENT, no-ref where NAME failed at that point; the bits column): for switches that must not change the
+arithmetic (how a mask is applied, where a store goes).
 --time-wrong: the time of a variant whose output is wrong is shown anyway (a probe that drops work on purpose
 bounds what that work costs).
 
@@ -345,8 +347,8 @@ def main():
     ap.add_argument("--bf16", action="store_true", help="BF16 Q, K, V (see the module's doc)")
     ap.add_argument("--settle-ms", type=float, default=0.0,
                     help="also time each point's variants interleaved, each timed sample after this many ms of its "
-                         "own calls (bench_vs_cudnn.time_cuda_interleaved), the ms_settled column: resolves 1-2%% "
-                         "where do_bench's back-to-back runs of one variant drift with the clock")
+                         "own calls (bench_vs_cudnn.time_cuda_interleaved), the ms_settled column (see the module's "
+                         "doc)")
     ap.add_argument("--settle-repeats", type=int, default=15, help="timed samples per variant with --settle-ms")
     ap.add_argument("--bitwise-ref", default="",
                     help="a variant whose output the later ones are compared with bit for bit at each point (a "
@@ -356,6 +358,8 @@ def main():
     ap.add_argument("--window", action="store_true", help="the 4k-window pair at S=32768 too (see the module's doc)")
     args = ap.parse_args()
     variants = [load_variant(v) for v in args.variant]
+    if args.bitwise_ref and args.bitwise_ref not in [name for name, _, _ in variants]:
+        ap.error(f"--bitwise-ref {args.bitwise_ref}: not one of the variants")
     if args.int8:
         # After the variant's constants: load_variant already filled QK_INT8 = 0 from SWITCH_DEFAULTS.
         variants = [(name, kernel, {**c, "QK_INT8": 1, "BLOCK_DESCALE": 1}) for name, kernel, c in variants]
@@ -391,7 +395,9 @@ def main():
                 if args.bitwise_ref:
                     if name == args.bitwise_ref:
                         ref_bits = prob.o.clone()
-                    elif ref_bits is not None:
+                    elif ref_bits is None:
+                        bits = "  bits=no-ref"
+                    else:
                         bits = "  bits=" + ("same" if torch.equal(prob.o.view(torch.int16),
                                                                   ref_bits.view(torch.int16)) else "DIFFERENT")
                 ms = triton.testing.do_bench(lambda: prob.launch(kernel, constexprs), warmup=25, rep=200,
@@ -418,7 +424,7 @@ def main():
             rows.append(dict(variant=name, head_dim=p["head_dim"], seqlen=p["seqlen_q"], causal=p["causal"],
                              window_left=prob.window_left, rel_err=err,
                              tflops=tf, tflops_e2e=tf_e2e, ms=ms_shown,
-                             wgmma_serialized=int(serial)))
+                             wgmma_serialized=int(serial), bits=bits.strip().removeprefix("bits=")))
         for row in rows[len(rows) - len(variants):]:
             row["ms_settled"] = 0.0
         if args.settle_ms > 0 and timed:
