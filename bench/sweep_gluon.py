@@ -396,10 +396,10 @@ def main():
                     if name == args.bitwise_ref:
                         ref_bits = prob.o.clone()
                     elif ref_bits is None:
-                        bits = "  bits=no-ref"
+                        bits = "no-ref"
                     else:
-                        bits = "  bits=" + ("same" if torch.equal(prob.o.view(torch.int16),
-                                                                  ref_bits.view(torch.int16)) else "DIFFERENT")
+                        bits = "same" if torch.equal(prob.o.view(torch.int16), ref_bits.view(torch.int16)) else \
+                            "DIFFERENT"
                 ms = triton.testing.do_bench(lambda: prob.launch(kernel, constexprs), warmup=25, rep=200,
                                              return_mode="median")
                 tf = prob.flops / ms * 1e-9
@@ -415,18 +415,15 @@ def main():
             ok = math.isfinite(err) and err < 0.05
             if not (ok or args.time_wrong):  # a wrong output's time is not shown (unless a probe asks for it)
                 ms, tf, tf_e2e = 0.0, 0.0, 0.0
-            ms_shown = ms
             print(f"{name:>10} {p['head_dim']:>4} {p['seqlen_q']:>6} {p['causal']:>6} {prob.window_left:>6} "
-                  f"{err:>9.2e} {tf:>8.1f} {tf_e2e:>8.1f} {ms_shown:>8.4f}"
-                  f"{'' if ok else '  WRONG'}{'  SERIALIZED' if serial else ''}{bits}", flush=True)
-            if ms_shown > 0:
+                  f"{err:>9.2e} {tf:>8.1f} {tf_e2e:>8.1f} {ms:>8.4f}"
+                  f"{'' if ok else '  WRONG'}{'  SERIALIZED' if serial else ''}{f'  bits={bits}' if bits else ''}",
+                  flush=True)
+            if ms > 0:
                 timed.append((len(rows), lambda kernel=kernel, constexprs=constexprs: prob.launch(kernel, constexprs)))
             rows.append(dict(variant=name, head_dim=p["head_dim"], seqlen=p["seqlen_q"], causal=p["causal"],
-                             window_left=prob.window_left, rel_err=err,
-                             tflops=tf, tflops_e2e=tf_e2e, ms=ms_shown,
-                             wgmma_serialized=int(serial), bits=bits.strip().removeprefix("bits=")))
-        for row in rows[len(rows) - len(variants):]:
-            row["ms_settled"] = 0.0
+                             window_left=prob.window_left, rel_err=err, tflops=tf, tflops_e2e=tf_e2e, ms=ms,
+                             ms_settled=0.0, wgmma_serialized=int(serial), bits=bits))
         if args.settle_ms > 0 and timed:
             settings = argparse.Namespace(warmup=3, repeats=args.settle_repeats, target_ms=30.0)
             settled = time_cuda_interleaved([fn for _, fn in timed], settings, settle_ms=args.settle_ms)
